@@ -1,0 +1,36 @@
+GO ?= go
+FUZZTIME ?= 8s
+
+.PHONY: all build demo test vet unit fuzz bench deps clean
+
+all: build
+
+build:
+	$(GO) build -o bin/edge ./cmd/edge
+
+demo:
+	$(GO) run ./cmd/edge demo
+
+# Every test: static checks, unit and integration tests (real edge binary, real processes),
+# then each fuzz target for $(FUZZTIME).
+test: deps vet unit fuzz
+
+deps:
+	./scripts/deps.sh redis-server=redis-server
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+bench:
+	./scripts/deps.sh nginx=nginx-light wrk=wrk
+	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/
+	$(GO) run ./bench/cmd/edgebench
+
+clean:
+	rm -rf bin

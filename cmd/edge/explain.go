@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/proxy"
+)
+
+func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("explain", "explain --config edge.yaml [-X METHOD] [-H 'K: V']... [-d BODY|@FILE] URL", stderr)
+	path := fs.String("config", "edge.yaml", "config file")
+	method := fs.String("X", "", "request method (default GET, or POST with -d)")
+	data := fs.String("d", "", "request body, or @FILE to read it from a file (as curl does)")
+	var headers multiFlag
+	fs.Var(&headers, "H", "request header 'Name: value' (repeatable)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("explain takes exactly one URL, got %d arguments", fs.NArg())
+	}
+	req, err := explainRequest(ctx, *method, fs.Arg(0), headers, *data)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	rt, err := buildRouter(cfg, newLogger(cfg.Log, stderr).With("command", "explain"), prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	d, decideErr := rt.proxy.Explain(req)
+	out, err := explainJSON(req, d, decideErr)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+func explainRequest(ctx context.Context, method, target string, headers []string, data string) (*http.Request, error) {
+	var body io.Reader
+	if data != "" {
+		if name, ok := strings.CutPrefix(data, "@"); ok {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return nil, usagef("-d: %w", err)
+			}
+			data = string(b)
+		}
+		body = strings.NewReader(data)
+		if method == "" {
+			method = http.MethodPost
+		}
+	}
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, usagef("URL: %w", err)
+	}
+	req.RemoteAddr = "127.0.0.1:0"
+	for _, h := range headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, usagef("-H %q: want 'Name: value'", h)
+		}
+		req.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	if body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	return req, nil
+}
+
+// explainJSON prints the decision; a refused request shows the status edge would answer.
+func explainJSON(req *http.Request, d proxy.Decision, decideErr error) ([]byte, error) {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	out["method"], out["path"] = req.Method, req.URL.Path
+	if decideErr != nil {
+		out["status"] = proxy.ErrorStatus(decideErr)
+		out["error"] = decideErr.Error()
+		delete(out, "cell")
+		delete(out, "cell_url")
+		delete(out, "rule")
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("explain: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+

@@ -1,0 +1,86 @@
+// Command edge is the edge router: one binary for the router, its tools and its demo.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError is bad usage or a bad config: exit 2, as contract.md says.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// errHelp means --help was asked for and printed: exit 0.
+var errHelp = errors.New("help printed")
+
+func exitCode(err error, stderr io.Writer) int {
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, "edge:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "edge:", err)
+		return 1
+	}
+}
+
+const usageText = `edge: the front door of a platform split into cells.
+
+Usage:
+  edge serve   --config edge.yaml       run the router
+  edge check   --config edge.yaml       validate a config; list every problem
+  edge explain --config edge.yaml [-X METHOD] [-H 'K: V']... [-d BODY] URL
+                                        print the routing decision for one request
+  edge token mint routable|job ...      mint tokens for tests and tooling
+  edge token decode TOKEN|-             print a token's routing keys
+  edge demo                             run a self-contained demo on loopback
+  edge version                          print version, commit and Go version
+
+Run 'edge COMMAND --help' for a command's flags.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return usagef("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, rest, stdout, stderr)
+	case "check":
+		return cmdCheck(rest, stdout, stderr)
+	case "explain":
+		return cmdExplain(ctx, rest, stdout, stderr)
+	case "token":
+		return cmdToken(rest, stdin, stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, rest, stdout, stderr)
+	case "version":
+		return cmdVersion(rest, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usageText)
+		return nil
+	}
+	fmt.Fprint(stderr, usageText)
+	return usagef("unknown command %q", cmd)
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// health is what /readyz reports: ready once the listeners are up, not ready while draining.
+type health struct {
+	ready    atomic.Bool
+	draining atomic.Bool
+}
+
+func opsHandler(reg *prometheus.Registry, h *health) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		switch {
+		case h.draining.Load():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, `{"ready":false,"reason":"draining"}`)
+		case !h.ready.Load():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, `{"ready":false,"reason":"starting"}`)
+		default:
+			fmt.Fprintln(w, `{"ready":true}`)
+		}
+	})
+	return mux
+}
+
+// newRegistry holds every metric of one process; nothing registers globally.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	b := readBuildInfo()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "edge_build_info",
+		Help:        "Build information; the value is always 1.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.GoVersion},
+	})
+	build.Set(1)
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		build,
+	)
+	return reg
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/tokens"
+)
+
+// loadConfig reads and validates a config; problems are usage errors (exit 2).
+func loadConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			return nil, usageError{fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
+		}
+		return nil, usageError{err}
+	}
+	return cfg, nil
+}
+
+// router is everything the public listener serves, built from one config.
+type router struct {
+	proxy *proxy.Proxy
+}
+
+func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*router, error) {
+	cells, err := buildCells(cfg.Cells)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	opts := proxy.Options{
+		Cells:           cells,
+		RejectInvalid:   cfg.Tokens.JobJWT.OnInvalid == config.OnInvalidReject,
+		BodyTokenLimit:  int64(cfg.Routing.BodyTokenLimit),
+		BodyReadTimeout: cfg.Limits.ReadHeaderTimeout.Duration,
+		LongPollTimeout: cfg.Routing.LongPollTimeout.Duration,
+		UpstreamTimeout: cfg.Routing.UpstreamTimeout.Duration,
+		DialTimeout:     cfg.Routing.DialTimeout.Duration,
+		TrustedProxies:  cfg.Routing.TrustedPrefixes,
+		Learned:         discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
+		Log:             log,
+	}
+	if cfg.Tokens.JobJWT.Verify {
+		v, err := buildVerifier(cfg.Tokens)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		opts.Verifier = v
+	} else {
+		opts.RouteUnverified = true
+	}
+	if cfg.Routing.ClassifyURL != "" {
+		c, err := discovery.NewClassifier(discovery.ClassifierOptions{
+			URL:     cfg.Routing.ClassifyURL,
+			Timeout: cfg.Routing.ClassifyTimeout.Duration,
+			Log:     log,
+		})
+		if err != nil {
+			return nil, usageError{fmt.Errorf("routing.classify_url: %w", err)}
+		}
+		opts.Classifier = c
+	}
+	if opts.Metrics, err = proxy.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	p, err := proxy.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &router{proxy: p}, nil
+}
+
+func (rt *router) Handler() http.Handler { return rt.proxy }
+
+func buildCells(in []config.Cell) (*discovery.Cells, error) {
+	out := make([]discovery.Cell, 0, len(in))
+	for i, c := range in {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("cells[%d].url: %w", i, err)
+		}
+		cell := discovery.Cell{ID: c.ID, URL: u, Legacy: c.Legacy}
+		for _, r := range c.Ranges {
+			cell.Ranges = append(cell.Ranges, discovery.IDRange{Lo: r.Lo, Hi: r.Hi})
+		}
+		out = append(out, cell)
+	}
+	return discovery.NewCells(out)
+}
+
+func buildVerifier(t config.Tokens) (*tokens.Verifier, error) {
+	var keys []tokens.Key
+	for i, k := range t.JobJWT.Keys {
+		key, err := tokens.ParsePublicKeyPEM(k.KID, k.Alg, k.PEM)
+		if err != nil {
+			return nil, fmt.Errorf("tokens.job_jwt.keys[%d]: %w", i, err)
+		}
+		keys = append(keys, key)
+	}
+	if len(t.JobJWT.JWKS) > 0 {
+		jwks, err := tokens.ParseJWKS(t.JobJWT.JWKS)
+		if err != nil {
+			return nil, fmt.Errorf("tokens.job_jwt.jwks_file: %w", err)
+		}
+		keys = append(keys, jwks...)
+	}
+	return tokens.NewVerifier(tokens.VerifierOptions{
+		Keys:      keys,
+		Issuer:    t.JobJWT.Issuer,
+		Audience:  t.JobJWT.Audience,
+		CacheSize: t.CacheSize,
+	})
+}

@@ -1,0 +1,123 @@
+// Package config reads, defaults and validates edge's YAML config file. Every problem is reported
+// with its path and line, all of them at once; secrets and keys are read from files named relative
+// to the config file.
+package config
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Config is a whole edge config. Sections that are optional features are pointers, nil when absent.
+type Config struct {
+	File        string       `yaml:"-"` // the config file as given to Load or Parse
+	Listen      Listen       `yaml:"listen"`
+	TLS         *TLS         `yaml:"tls"`
+	Cells       []Cell       `yaml:"cells"`
+	Routing     Routing      `yaml:"routing"`
+	Limits      Limits       `yaml:"limits"`
+	Tokens      Tokens       `yaml:"tokens"`
+	Registry    *Registry    `yaml:"registry"` // nil: the in-memory registry (one instance)
+	Internal    Internal     `yaml:"internal"`
+	Agents      Agents       `yaml:"agents"`
+	GitLabAPI   *GitLabAPI   `yaml:"gitlab_api"`
+	Workspaces  *Workspaces  `yaml:"workspaces"`
+	Aggregation *Aggregation `yaml:"aggregation"`
+	Shutdown    Shutdown     `yaml:"shutdown"`
+	Log         Log          `yaml:"log"`
+
+	lines map[string]int // path -> line, from Parse, so Validate can place its problems
+}
+
+type Listen struct {
+	Public            string `yaml:"public"`             // runners, browsers, agents
+	Ops               string `yaml:"ops"`                // /metrics, /healthz, /readyz
+	Internal          string `yaml:"internal"`           // edge-to-edge; needed with a registry
+	AdvertiseInternal string `yaml:"advertise_internal"` // URL other edges reach Internal at
+}
+
+type Cell struct {
+	ID       uint64    `yaml:"id"`
+	URL      string    `yaml:"url"`
+	Legacy   bool      `yaml:"legacy"`
+	IDRanges []string  `yaml:"id_ranges"`
+	Ranges   []IDRange `yaml:"-"` // parsed from IDRanges by Validate
+}
+
+// IDRange is an inclusive range of database ids ("2000000-3999999") owned by one cell.
+type IDRange struct{ Lo, Hi uint64 }
+
+func (r IDRange) Contains(id uint64) bool { return r.Lo <= id && id <= r.Hi }
+
+type Routing struct {
+	ClassifyURL     string      `yaml:"classify_url"`
+	ClassifyTimeout Duration    `yaml:"classify_timeout"`
+	BodyTokenLimit  ByteSize    `yaml:"body_token_limit"`
+	LongPollTimeout Duration    `yaml:"long_poll_timeout"` // upstream timeout for POST /api/v4/jobs/request
+	UpstreamTimeout Duration    `yaml:"upstream_timeout"`  // response-header timeout for other runner routes
+	DialTimeout     Duration    `yaml:"dial_timeout"`
+	TrustedProxies  []string    `yaml:"trusted_proxies"` // CIDRs; a bare IP is a /32 or /128
+	LearnedJobs     LearnedJobs `yaml:"learned_jobs"`
+
+	TrustedPrefixes []netip.Prefix `yaml:"-"` // parsed from TrustedProxies by Validate
+}
+
+type LearnedJobs struct {
+	Size int      `yaml:"size"`
+	TTL  Duration `yaml:"ttl"`
+}
+
+type Limits struct {
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	MaxHeaderBytes    ByteSize `yaml:"max_header_bytes"`
+	IdleTimeout       Duration `yaml:"idle_timeout"`
+	MaxConnections    int      `yaml:"max_connections"` // 0: unlimited
+}
+
+// Shutdown.Grace is how long in-flight requests and long polls may finish after SIGTERM.
+type Shutdown struct {
+	Grace Duration `yaml:"grace"`
+}
+
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // json, text
+}
+
+// Default returns a config with every default filled in. It has no cells, so it is not valid as
+// it is; optional sections are nil (see DefaultRegistry and the like for theirs).
+func Default() *Config {
+	return &Config{
+		Listen: Listen{Public: ":8080", Ops: "127.0.0.1:9090"},
+		Routing: Routing{
+			ClassifyTimeout: Duration{2 * time.Second},
+			BodyTokenLimit:  32 << 10,
+			LongPollTimeout: Duration{65 * time.Second},
+			UpstreamTimeout: Duration{60 * time.Second},
+			DialTimeout:     Duration{5 * time.Second},
+			LearnedJobs:     LearnedJobs{Size: 100_000, TTL: Duration{24 * time.Hour}},
+		},
+		Limits: Limits{
+			ReadHeaderTimeout: Duration{10 * time.Second},
+			MaxHeaderBytes:    32 << 10,
+			IdleTimeout:       Duration{120 * time.Second},
+		},
+		Tokens: Tokens{
+			JobJWT:    JobJWT{Verify: true, OnInvalid: OnInvalidIgnore, Audience: "gitlab-authz-token"},
+			CacheSize: 100_000,
+		},
+		Agents:   Agents{Wait: Duration{20 * time.Second}, Leeway: Duration{30 * time.Second}},
+		Shutdown: Shutdown{Grace: Duration{30 * time.Second}},
+		Log:      Log{Level: "info", Format: "json"},
+	}
+}
+
+// LegacyCell returns the cell with legacy: true (exactly one in a valid config).
+func (c *Config) LegacyCell() (Cell, bool) {
+	for _, cell := range c.Cells {
+		if cell.Legacy {
+			return cell, true
+		}
+	}
+	return Cell{}, false
+}

@@ -1,0 +1,95 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// Registry is the shared registry of which edge holds which agent. Absent: in memory, one instance.
+type Registry struct {
+	Redis   Redis    `yaml:"redis"`
+	TTL     Duration `yaml:"ttl"`     // entries expire after this
+	Refresh Duration `yaml:"refresh"` // each edge rewrites its entries this often; less than TTL
+}
+
+// Redis is a go-redis UniversalClient's options: Addr for one server, or Addrs (with MasterName
+// for Sentinel) for Sentinel or Cluster.
+type Redis struct {
+	Addr         string   `yaml:"addr"`
+	Addrs        []string `yaml:"addrs"`
+	MasterName   string   `yaml:"master_name"`
+	KeyPrefix    string   `yaml:"key_prefix"`
+	Username     string   `yaml:"username"`
+	PasswordFile string   `yaml:"password_file"` // made absolute by Parse
+	Password     []byte   `yaml:"-"`             // the file's contents, trimmed
+	DB           int      `yaml:"db"`
+}
+
+// Addresses returns Addr or Addrs, as UniversalOptions.Addrs wants them.
+func (r Redis) Addresses() []string {
+	if r.Addr != "" {
+		return []string{r.Addr}
+	}
+	return r.Addrs
+}
+
+func (r *Registry) setDefaults() {
+	r.Redis.KeyPrefix = "edge"
+	r.TTL = Duration{5 * time.Minute}
+	r.Refresh = Duration{4 * time.Minute}
+}
+
+// DefaultRegistry returns a registry section with its defaults (no Redis address).
+func DefaultRegistry() *Registry {
+	r := &Registry{}
+	r.setDefaults()
+	return r
+}
+
+// Internal holds the secret edges sign their edge-to-edge requests with.
+type Internal struct {
+	SecretFile string `yaml:"secret_file"` // made absolute by Parse
+	Secret     []byte `yaml:"-"`           // the file's contents, trimmed; at least 32 bytes
+}
+
+func (c *Config) validateRegistry(ch *checker) {
+	checkSecret(ch, "internal.secret_file", c.Internal.SecretFile, c.Internal.Secret, false, "")
+	r := c.Registry
+	if r == nil {
+		return
+	}
+	const why = "required when registry is set"
+	if c.Internal.SecretFile == "" && len(c.Internal.Secret) == 0 {
+		ch.addNear("internal.secret_file", "registry", "%s (edges authenticate each other with it)", why)
+	}
+	if c.Listen.Internal == "" {
+		ch.addNear("listen.internal", "registry", "%s (other edges forward to it)", why)
+	}
+	if c.Listen.AdvertiseInternal == "" {
+		ch.addNear("listen.advertise_internal", "registry", "%s (the URL other edges reach listen.internal at)", why)
+	}
+	const p = "registry.redis"
+	switch {
+	case r.Redis.Addr == "" && len(r.Redis.Addrs) == 0:
+		ch.add(p+".addr", "required: host:port of the Redis server (or addrs for Sentinel or Cluster)")
+	case r.Redis.Addr != "" && len(r.Redis.Addrs) > 0:
+		ch.add(p+".addrs", "set addr or addrs, not both")
+	case r.Redis.Addr != "":
+		checkHostPort(ch, p+".addr", r.Redis.Addr)
+	default:
+		for i, a := range r.Redis.Addrs {
+			checkHostPort(ch, index(p+".addrs", i), a)
+		}
+	}
+	if r.Redis.KeyPrefix == "" || strings.ContainsAny(r.Redis.KeyPrefix, " \t\r\n") {
+		ch.add(p+".key_prefix", "must be a non-empty string without spaces")
+	}
+	if r.Redis.DB < 0 {
+		ch.add(p+".db", "must not be negative")
+	}
+	positive(ch, "registry.ttl", r.TTL)
+	positive(ch, "registry.refresh", r.Refresh)
+	if r.Refresh.Duration > 0 && r.Refresh.Duration >= r.TTL.Duration {
+		ch.add("registry.refresh", "must be less than registry.ttl (%s), so entries are refreshed before they expire", r.TTL)
+	}
+}

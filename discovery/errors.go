@@ -1,0 +1,12 @@
+package discovery
+
+import "errors"
+
+var (
+	// ErrBadCells is wrapped by every NewCells validation error.
+	ErrBadCells = errors.New("discovery: bad cells")
+	// ErrBadClassifierOptions is wrapped by every NewClassifier validation error.
+	ErrBadClassifierOptions = errors.New("discovery: bad classifier options")
+	// ErrClassify is wrapped by every Classify error (transport, timeout, status, malformed answer).
+	ErrClassify = errors.New("discovery: classify")
+)

@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// bodyPrefix is what edge read of a request body to find a token. When complete is false the
+// body goes on past the prefix and is still unread.
+type bodyPrefix struct {
+	data     []byte
+	complete bool
+}
+
+// prefixPool holds scratch buffers of limit+1 bytes, so reading a prefix allocates only a copy
+// the size of the body actually read.
+type prefixPool struct {
+	limit int64
+	pool  sync.Pool
+}
+
+func newPrefixPool(limit int64) *prefixPool {
+	p := &prefixPool{limit: limit}
+	p.pool.New = func() any {
+		b := make([]byte, limit+1)
+		return &b
+	}
+	return p
+}
+
+// read reads at most limit+1 bytes of the body, under a deadline so a client trickling its body
+// cannot hold a handler forever.
+func (p *prefixPool) read(w http.ResponseWriter, r *http.Request, timeout time.Duration) (bodyPrefix, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return bodyPrefix{complete: true}, nil
+	}
+	if timeout > 0 && w != nil {
+		rc := http.NewResponseController(w)
+		if err := rc.SetReadDeadline(time.Now().Add(timeout)); err == nil {
+			defer rc.SetReadDeadline(time.Time{})
+		}
+	}
+	bufp := p.pool.Get().(*[]byte)
+	defer p.pool.Put(bufp)
+	buf := *bufp
+	n, err := io.ReadFull(r.Body, buf)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		return bodyPrefix{data: bytes.Clone(buf[:n]), complete: true}, nil
+	case nil:
+		return bodyPrefix{data: bytes.Clone(buf[:n])}, nil
+	default:
+		return bodyPrefix{}, fmt.Errorf("%w: %w", ErrBodyRead, err)
+	}
+}
+
+// replay puts the bytes already read back in front of the rest of the body, so the cell receives
+// the body byte for byte; ContentLength and TransferEncoding are left as the client sent them.
+func replay(r *http.Request, prefix bodyPrefix) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	if prefix.complete {
+		r.Body = &replayBody{Reader: bytes.NewReader(prefix.data), closer: r.Body}
+		return
+	}
+	r.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(prefix.data), r.Body), closer: r.Body}
+}
+
+type replayBody struct {
+	io.Reader
+	closer io.Closer
+}
+
+func (b *replayBody) Close() error { return b.closer.Close() }

@@ -1,0 +1,208 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/discovery"
+)
+
+// target is one cell with its two reverse proxies: jobs/request needs a response-header
+// timeout above the long poll, everything else a shorter one.
+type target struct {
+	cell     *discovery.Cell
+	plain    *httputil.ReverseProxy
+	longPoll *httputil.ReverseProxy
+	counters [2][6]prometheus.Counter // by traffic kind and status class, resolved once
+}
+
+func (t *target) requests(kind TrafficKind, status int) prometheus.Counter {
+	class := status / 100
+	if class < 1 || class > 5 {
+		class = 0
+	}
+	return t.counters[kind][class]
+}
+
+func (p *Proxy) newTargets(o Options) map[uint64]*target {
+	plainTransport, longPollTransport := o.Transport, o.Transport
+	if o.Transport == nil {
+		plainTransport = newTransport(o.DialTimeout, o.UpstreamTimeout)
+		longPollTransport = newTransport(o.DialTimeout, o.LongPollTimeout)
+	}
+	buffers := &bufferPool{}
+	buffers.pool.New = func() any { b := make([]byte, 32<<10); return &b }
+	targets := make(map[uint64]*target)
+	for _, cell := range p.cells.All() {
+		t := &target{cell: cell}
+		label := strconv.FormatUint(cell.ID, 10)
+		for kind := range t.counters {
+			for class := range t.counters[kind] {
+				code := "other"
+				if class > 0 {
+					code = codeClass(class * 100)
+				}
+				t.counters[kind][class] = p.metrics.requests.WithLabelValues(TrafficKind(kind).String(), label, code)
+			}
+		}
+		t.plain = p.reverseProxy(cell, label, plainTransport, buffers, false)
+		t.longPoll = p.reverseProxy(cell, label, longPollTransport, buffers, true)
+		targets[cell.ID] = t
+	}
+	return targets
+}
+
+func newTransport(dialTimeout, responseHeaderTimeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   dialTimeout,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+	}
+}
+
+func (p *Proxy) reverseProxy(cell *discovery.Cell, label string, transport http.RoundTripper, buffers httputil.BufferPool, learn bool) *httputil.ReverseProxy {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(cell.URL)
+			p.setForwarded(pr)
+		},
+		Transport:  transport,
+		BufferPool: buffers,
+		ErrorLog:   nil,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				err = r.Context().Err()
+			}
+			status, cause := statusOf(err)
+			p.metrics.upstreamErrors.WithLabelValues(label, cause).Inc()
+			if status == statusClientClosed {
+				p.log.Info("client went away; upstream request canceled", "cell", cell.ID, "path", r.URL.Path)
+			} else {
+				p.log.Warn("upstream request failed", "cell", cell.ID, "method", r.Method, "path", r.URL.Path,
+					"status", status, "cause", cause, "error", err)
+			}
+			writeError(w, status, cause, "cell "+label+": "+http.StatusText(status))
+		},
+	}
+	if learn && p.learned != nil {
+		rp.ModifyResponse = func(resp *http.Response) error {
+			p.learnJob(cell, resp)
+			return nil
+		}
+	}
+	return rp
+}
+
+// setForwarded sets X-Forwarded-* from edge's own view. ReverseProxy has already removed the
+// client's Forwarded and X-Forwarded-* headers; a trusted proxy's are put back and extended.
+func (p *Proxy) setForwarded(pr *httputil.ProxyRequest) {
+	if len(p.trusted) > 0 && p.isTrusted(pr.In.RemoteAddr) {
+		for _, k := range [...]string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
+			if v, ok := pr.In.Header[k]; ok {
+				pr.Out.Header[k] = v
+			}
+		}
+		host, proto := pr.Out.Header.Get("X-Forwarded-Host"), pr.Out.Header.Get("X-Forwarded-Proto")
+		pr.SetXForwarded()
+		if host != "" {
+			pr.Out.Header.Set("X-Forwarded-Host", host)
+		}
+		if proto != "" {
+			pr.Out.Header.Set("X-Forwarded-Proto", proto)
+		}
+		return
+	}
+	pr.SetXForwarded()
+	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+		pr.Out.Header.Set("X-Real-Ip", ip)
+	} else {
+		pr.Out.Header.Del("X-Real-Ip")
+	}
+}
+
+func (p *Proxy) isTrusted(remoteAddr string) bool {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	addr := ap.Addr().Unmap()
+	for _, prefix := range p.trusted {
+		if prefix.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxJobAnswerPeek bounds how much of a job answer edge reads to find its id; GitLab puts the
+// id first, so a few bytes normally suffice.
+const maxJobAnswerPeek = 64 << 10
+
+// learnJob remembers which cell handed out the job in a 201 answer to jobs/request, so later
+// requests for that job id find the cell even when the id is outside every configured range.
+func (p *Proxy) learnJob(cell *discovery.Cell, resp *http.Response) {
+	if resp.StatusCode != http.StatusCreated || resp.Body == nil {
+		return
+	}
+	var buf bytes.Buffer
+	chunk := make([]byte, 4<<10)
+	var id uint64
+	var found bool
+	for buf.Len() < maxJobAnswerPeek {
+		n, err := resp.Body.Read(chunk)
+		buf.Write(chunk[:n])
+		if id, found = topLevelUint(buf.Bytes(), "id"); found || err != nil {
+			break
+		}
+	}
+	resp.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(buf.Bytes()), resp.Body), closer: resp.Body}
+	if found && id > 0 {
+		p.learned.Learn(id, cell.ID)
+		p.metrics.learnedJobs.Inc()
+	}
+}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.pool.Get().(*[]byte) }
+func (b *bufferPool) Put(v []byte) { b.pool.Put(&v) }
+
+// statusWriter remembers the status for metrics. Unwrap lets http.ResponseController reach
+// the connection's Flush, Hijack and deadlines.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+

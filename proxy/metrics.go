@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the proxy's Prometheus collectors, registered on a registerer that is passed in.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	inFlight       *prometheus.GaugeVec
+	decisions      *prometheus.CounterVec
+	upstreamErrors *prometheus.CounterVec
+	learnedJobs    prometheus.Counter
+}
+
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_requests_total",
+			Help: "Requests answered, by traffic kind, target and status class.",
+		}, []string{"kind", "target", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "edge_request_duration_seconds",
+			Help:    "Time from request to the end of the answer, by traffic kind and route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"kind", "route"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "edge_requests_in_flight",
+			Help: "Requests being served now, long polls included.",
+		}, []string{"kind"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_routing_decisions_total",
+			Help: "Routing decisions by where the token was, its kind and the rule that picked the target.",
+		}, []string{"source", "token_kind", "rule"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_upstream_errors_total",
+			Help: "Requests that failed between edge and the target, by target and cause.",
+		}, []string{"target", "cause"}),
+		learnedJobs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edge_learned_job_ids_total",
+			Help: "Job ids learned from jobs/request answers.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.decisions, m.upstreamErrors, m.learnedJobs} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func codeClass(status int) string {
+	switch status / 100 {
+	case 1:
+		return "1xx"
+	case 2:
+		return "2xx"
+	case 3:
+		return "3xx"
+	case 4:
+		return "4xx"
+	case 5:
+		return "5xx"
+	}
+	return "other"
+}

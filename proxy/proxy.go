@@ -1,0 +1,250 @@
+// Package proxy is edge's HTTP front: it classifies each request, picks its target and proxies it.
+package proxy
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/discovery"
+)
+
+// Options configure a Proxy. Zero durations and limits take the defaults of contract.md.
+type Options struct {
+	Cells *discovery.Cells
+	// Verifier checks job token JWTs. Nil with RouteUnverified routes on unverified claims
+	// (tokens.job_jwt.verify: false); nil without it ignores job JWTs for routing.
+	Verifier        JobVerifier
+	RouteUnverified bool
+	// RejectInvalid answers 401 to a job JWT that fails verification instead of ignoring it.
+	RejectInvalid bool
+	Classifier    Classifier // nil: the classify rule is skipped
+	Learned       JobLearner // nil: job ids are not learned
+
+	BodyTokenLimit  int64
+	BodyReadTimeout time.Duration
+	LongPollTimeout time.Duration
+	UpstreamTimeout time.Duration
+	DialTimeout     time.Duration
+	TrustedProxies  []netip.Prefix
+
+	// Transport, when set, carries every upstream request (tests); otherwise edge builds one for
+	// long polls and one for everything else from the timeouts above.
+	Transport http.RoundTripper
+
+	Log     *slog.Logger
+	Metrics *Metrics
+}
+
+// Proxy routes runner and job traffic to cells and everything else to the legacy cell.
+type Proxy struct {
+	cells           *discovery.Cells
+	verifier        JobVerifier
+	routeUnverified bool
+	rejectInvalid   bool
+	classifier      Classifier
+	learned         JobLearner
+	bodyReadTimeout time.Duration
+	prefixes        *prefixPool
+	trusted         []netip.Prefix
+	log             *slog.Logger
+	metrics         *Metrics
+	targets         map[uint64]*target
+}
+
+// New builds a Proxy. Metrics may be nil only in tests that do not look at them.
+func New(o Options) (*Proxy, error) {
+	if o.Cells == nil {
+		return nil, errors.New("proxy: no cells")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		m, err := NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			return nil, err
+		}
+		o.Metrics = m
+	}
+	setDefault(&o.BodyTokenLimit, 32<<10)
+	setDefault(&o.BodyReadTimeout, 10*time.Second)
+	setDefault(&o.LongPollTimeout, 65*time.Second)
+	setDefault(&o.UpstreamTimeout, 60*time.Second)
+	setDefault(&o.DialTimeout, 5*time.Second)
+	p := &Proxy{
+		cells:           o.Cells,
+		verifier:        o.Verifier,
+		routeUnverified: o.RouteUnverified,
+		rejectInvalid:   o.RejectInvalid,
+		classifier:      o.Classifier,
+		learned:         o.Learned,
+		bodyReadTimeout: o.BodyReadTimeout,
+		prefixes:        newPrefixPool(o.BodyTokenLimit),
+		trusted:         o.TrustedProxies,
+		log:             o.Log,
+		metrics:         o.Metrics,
+	}
+	p.targets = p.newTargets(o)
+	return p, nil
+}
+
+func setDefault[T int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	stripEdgeHeaders(r.Header)
+	kind := TrafficOther
+	if isRunnerPath(r.URL.Path) {
+		kind = TrafficRunner
+	}
+	inFlight := p.metrics.inFlight.WithLabelValues(kind.String())
+	inFlight.Inc()
+	defer inFlight.Dec()
+	sw := &statusWriter{ResponseWriter: w}
+
+	d, err := p.decide(sw, r, kind)
+	if err != nil {
+		status, cause := statusOf(err)
+		p.metrics.decisions.WithLabelValues(d.Source.String(), d.Kind.String(), "refused").Inc()
+		p.log.Info("request refused", "method", r.Method, "path", r.URL.Path, "status", status,
+			"cause", cause, "token_source", d.Source.String(), "token_kind", d.Kind.String(), "error", err)
+		writeError(sw, status, cause, err.Error())
+		p.metrics.requests.WithLabelValues(kind.String(), "edge", codeClass(status)).Inc()
+		return
+	}
+	p.metrics.decisions.WithLabelValues(d.Source.String(), d.Kind.String(), d.Rule.String()).Inc()
+	t := p.targets[d.Cell.ID]
+	if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
+		t.longPoll.ServeHTTP(sw, r)
+	} else {
+		t.plain.ServeHTTP(sw, r)
+	}
+	status := sw.status
+	if status == 0 {
+		status = statusClientClosed
+	}
+	t.requests(kind, status).Inc()
+	p.metrics.duration.WithLabelValues(kind.String(), routeLabel(kind, r)).Observe(time.Since(start).Seconds())
+	if p.log.Enabled(r.Context(), slog.LevelDebug) {
+		p.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "cell", d.Cell.ID,
+			"rule", d.Rule.String(), "token_source", d.Source.String(), "token_kind", d.Kind.String(),
+			"keys", d.Keys.Map(), "duration", time.Since(start))
+	}
+}
+
+// Explain returns the decision for a request without sending it anywhere.
+func (p *Proxy) Explain(r *http.Request) (Decision, error) {
+	stripEdgeHeaders(r.Header)
+	kind := TrafficOther
+	if isRunnerPath(r.URL.Path) {
+		kind = TrafficRunner
+	}
+	return p.decide(nil, r, kind)
+}
+
+const jobsRequestPath = "/api/v4/jobs/request"
+
+func (p *Proxy) decide(w http.ResponseWriter, r *http.Request, kind TrafficKind) (Decision, error) {
+	if kind != TrafficRunner {
+		return Decision{Traffic: TrafficOther, Cell: p.cells.Legacy(), Rule: RuleNotRunnerTraffic}, nil
+	}
+	var found foundTokens
+	headerAndQueryTokens(r, &found)
+	if format := bodyFormatOf(r.Header.Get("Content-Type")); format != bodyOther && mayCarryBodyToken(r.Method, r.URL.Path) {
+		headerToken := found.n > 0
+		// With a token in a header, a body too large to check is streamed; without one, the body
+		// is the only place left and, as Workhorse does, edge refuses what it will not read.
+		if r.ContentLength > p.prefixes.limit {
+			if !headerToken {
+				return Decision{Traffic: TrafficRunner}, ErrBodyTooLarge
+			}
+		} else {
+			prefix, err := p.prefixes.read(w, r, p.bodyReadTimeout)
+			if err != nil {
+				return Decision{Traffic: TrafficRunner}, err
+			}
+			replay(r, prefix)
+			switch {
+			case prefix.complete:
+				if t, ok := bodyToken(format, prefix.data); ok {
+					found.add(t.source, t.value)
+				}
+			case !headerToken:
+				return Decision{Traffic: TrafficRunner}, ErrBodyTooLarge
+			}
+		}
+	}
+	return p.route(r.Context(), r.URL.Path, found.all())
+}
+
+func isRunnerPath(path string) bool {
+	const runners, jobs = "/api/v4/runners", "/api/v4/jobs"
+	return hasPathPrefix(path, runners) || hasPathPrefix(path, jobs)
+}
+
+func hasPathPrefix(path, prefix string) bool {
+	return strings.HasPrefix(path, prefix) && (len(path) == len(prefix) || path[len(prefix)] == '/')
+}
+
+// mayCarryBodyToken lists the runner-api.md endpoints whose older clients send the token only in
+// the body. Trace and artifact bodies are never read.
+func mayCarryBodyToken(method, path string) bool {
+	switch method {
+	case http.MethodPost:
+		switch path {
+		case "/api/v4/runners", "/api/v4/runners/verify", "/api/v4/runners/reset_authentication_token", jobsRequestPath:
+			return true
+		}
+	case http.MethodDelete:
+		return path == "/api/v4/runners" || path == "/api/v4/runners/managers"
+	case http.MethodPut:
+		id, ok := jobIDFromPath(path)
+		return ok && id > 0 && strings.IndexByte(path[len("/api/v4/jobs/"):], '/') < 0
+	}
+	return false
+}
+
+// routeLabel keeps the duration histogram's cardinality fixed: ids never become labels.
+func routeLabel(kind TrafficKind, r *http.Request) string {
+	if kind != TrafficRunner {
+		return "other"
+	}
+	path := r.URL.Path
+	switch {
+	case path == jobsRequestPath:
+		return "jobs_request"
+	case strings.HasSuffix(path, "/trace"):
+		return "job_trace"
+	case strings.HasSuffix(path, "/artifacts"):
+		return "job_artifacts"
+	case hasPathPrefix(path, "/api/v4/jobs"):
+		return "jobs"
+	}
+	return "runners"
+}
+
+// stripEdgeHeaders removes Edge-* headers: they are edge's own routing instructions, and a
+// client must not be able to send them.
+func stripEdgeHeaders(h http.Header) {
+	for k := range h {
+		if len(k) > 5 && k[:5] == "Edge-" {
+			delete(h, k)
+		}
+	}
+}
+
+// ErrorStatus exposes the error-to-status mapping for callers that report decisions.
+func ErrorStatus(err error) int {
+	status, _ := statusOf(err)
+	return status
+}

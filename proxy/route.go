@@ -1,0 +1,230 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/tokens"
+)
+
+// JobVerifier checks a job token JWT's signature and claims.
+type JobVerifier interface {
+	Verify(ctx context.Context, jwt string) (tokens.JobClaims, error)
+}
+
+// Classifier asks a Topology-Service-style endpoint which cell owns a routing value.
+type Classifier interface {
+	Classify(ctx context.Context, typ discovery.ClassifyType, value uint64) (address string, found bool, err error)
+}
+
+// JobLearner remembers which cell handed out a job.
+type JobLearner interface {
+	Learn(jobID, cellID uint64)
+	Lookup(jobID uint64) (cellID uint64, ok bool)
+}
+
+// verdict is what one token says on its own.
+type verdict struct {
+	kind     TokenKind
+	keys     tokens.Keys
+	verified bool
+	jobID    uint64
+	reason   string
+	cell     *discovery.Cell
+	rule     Rule
+}
+
+func (p *Proxy) judge(ctx context.Context, raw string) (verdict, error) {
+	if jwt, ok := tokens.JobJWT(raw); ok {
+		return p.judgeJobJWT(ctx, jwt)
+	}
+	r, err := tokens.ParseRoutable(raw)
+	if err != nil {
+		return verdict{kind: KindLegacy, reason: reasonOf(err)}, nil
+	}
+	v := verdict{kind: KindRoutable, keys: r.Keys}
+	if r.Keys.Has(tokens.KeyCell) {
+		v.pickCell(p.cells, r.Keys.Cell, RuleRoutableCell)
+	}
+	return v, nil
+}
+
+func (p *Proxy) judgeJobJWT(ctx context.Context, jwt string) (verdict, error) {
+	var (
+		claims tokens.JobClaims
+		err    error
+		v      = verdict{kind: KindJobJWT}
+	)
+	switch {
+	case p.verifier != nil:
+		claims, err = p.verifier.Verify(ctx, jwt)
+		if err != nil {
+			if p.rejectInvalid {
+				return v, fmt.Errorf("%w: %w", ErrInvalidJobToken, err)
+			}
+			v.reason = reasonOf(err)
+			return v, nil
+		}
+		v.verified = true
+	case p.routeUnverified:
+		claims, err = tokens.ParseJobClaimsUnverified(jwt)
+		if err != nil {
+			v.reason = reasonOf(err)
+			return v, nil
+		}
+	default:
+		v.reason = "job token verification is not configured"
+		return v, nil
+	}
+	if claims.CellConflict {
+		p.log.Warn("job token claims c and cell_id disagree; c wins", "c", claims.Keys.Cell, "job_id", claims.JobID)
+	}
+	v.keys, v.jobID = claims.Keys, claims.JobID
+	if claims.Keys.Has(tokens.KeyCell) {
+		v.pickCell(p.cells, claims.Keys.Cell, RuleJobTokenCell)
+	}
+	return v, nil
+}
+
+func (v *verdict) pickCell(cells *discovery.Cells, id uint64, rule Rule) {
+	cell, ok := cells.ByID(id)
+	if !ok {
+		v.reason = "names cell " + strconv.FormatUint(id, 10) + ", which is not configured"
+		return
+	}
+	v.cell, v.rule = cell, rule
+}
+
+// reasonOf keeps a parse or verification error short enough for explain and logs; token
+// packages never put the token in their errors.
+func reasonOf(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// route applies tokens.md section 4 to the tokens found in a request.
+func (p *Proxy) route(ctx context.Context, path string, found []foundToken) (Decision, error) {
+	d := Decision{Traffic: TrafficRunner}
+	var first, classifiable *verdict
+	var firstSource, classifiableSource TokenSource
+	var verdicts [maxTokens]verdict
+	for i, t := range found {
+		v, err := p.judge(ctx, t.value)
+		if err != nil {
+			d.Source, d.Kind = t.source, v.kind
+			return d, err
+		}
+		verdicts[i] = v
+		if first == nil {
+			first, firstSource = &verdicts[i], t.source
+		}
+		if v.cell == nil {
+			if classifiable == nil && v.kind == KindRoutable && v.keys.Present != 0 {
+				classifiable, classifiableSource = &verdicts[i], t.source
+			}
+			continue
+		}
+		if d.Cell != nil {
+			if d.Cell.ID != v.cell.ID {
+				return d, fmt.Errorf("%w: %s names cell %d, %s names cell %d", ErrConflictingTokens,
+					d.Source, d.Cell.ID, t.source, v.cell.ID)
+			}
+			continue
+		}
+		d.setToken(t.source, v)
+		d.Cell, d.Rule = v.cell, v.rule
+	}
+	if d.Cell != nil {
+		return d, nil
+	}
+	if first != nil {
+		d.setToken(firstSource, *first)
+	}
+	if classifiable != nil && p.classifier != nil {
+		if cell, ok := p.classify(ctx, classifiable.keys); ok {
+			d.setToken(classifiableSource, *classifiable)
+			d.Cell, d.Rule = cell, RuleClassify
+			return d, nil
+		}
+	}
+	if id, ok := jobIDFromPath(path); ok {
+		if d.JobID == 0 {
+			d.JobID = id
+		}
+		if cell, ok := p.cells.ByJobID(id); ok {
+			d.Cell, d.Rule = cell, RuleJobIDRange
+			return d, nil
+		}
+		if p.learned != nil {
+			if cellID, ok := p.learned.Lookup(id); ok {
+				if cell, ok := p.cells.ByID(cellID); ok {
+					d.Cell, d.Rule = cell, RuleLearnedJobID
+					return d, nil
+				}
+			}
+		}
+	}
+	d.Cell, d.Rule = p.cells.Legacy(), RuleLegacy
+	return d, nil
+}
+
+func (d *Decision) setToken(source TokenSource, v verdict) {
+	d.Source, d.Kind, d.Keys, d.Verified, d.JobID, d.Reason = source, v.kind, v.keys, v.verified, v.jobID, v.reason
+}
+
+// classify asks by the most specific key: project, then group, organization, user.
+func (p *Proxy) classify(ctx context.Context, keys tokens.Keys) (*discovery.Cell, bool) {
+	var typ discovery.ClassifyType
+	var value uint64
+	switch {
+	case keys.Has(tokens.KeyProject):
+		typ, value = discovery.ClassifyProject, keys.Project
+	case keys.Has(tokens.KeyGroup):
+		typ, value = discovery.ClassifyGroup, keys.Group
+	case keys.Has(tokens.KeyOrganization):
+		typ, value = discovery.ClassifyOrganization, keys.Organization
+	case keys.Has(tokens.KeyUser):
+		typ, value = discovery.ClassifyUser, keys.User
+	default:
+		return nil, false
+	}
+	address, found, err := p.classifier.Classify(ctx, typ, value)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return nil, false
+	case err != nil:
+		p.log.Warn("classify service gave no answer; using later rules", "type", string(typ), "value", value, "error", err)
+		return nil, false
+	case !found:
+		return nil, false
+	}
+	cell, ok := p.cells.ByURL(address)
+	if !ok {
+		p.log.Warn("classify service named an address that is not a configured cell", "type", string(typ), "value", value, "address", address)
+	}
+	return cell, ok
+}
+
+// jobIDFromPath reads <id> from /api/v4/jobs/<id> and /api/v4/jobs/<id>/...
+func jobIDFromPath(path string) (uint64, bool) {
+	const prefix = "/api/v4/jobs/"
+	if !strings.HasPrefix(path, prefix) {
+		return 0, false
+	}
+	rest := path[len(prefix):]
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	if rest == "" || rest[0] < '1' || rest[0] > '9' {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(rest, 10, 64)
+	return id, err == nil
+}
