@@ -67,13 +67,38 @@ func syntaxProblems(err error, ch *checker) {
 	}
 }
 
+// maxNodes bounds the nodes one config decodes, so aliases cannot expand it without end
+// ("billion laughs"); a real config has a few hundred.
+const maxNodes = 100_000
+
 type decoder struct {
-	ch *checker
+	ch       *checker
+	nodes    int
+	tooLarge bool
+	inAlias  map[*yaml.Node]bool // alias targets being decoded, to refuse an alias to itself
 }
 
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
+	if d.nodes++; d.nodes > maxNodes {
+		if !d.tooLarge {
+			d.tooLarge = true
+			d.ch.at(path, n.Line, "the config expands to more than %d values (aliases?)", maxNodes)
+		}
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		target := n.Alias
+		if target == nil || d.inAlias[target] {
+			d.ch.at(path, n.Line, "an alias that refers to itself")
+			return
+		}
+		if d.inAlias == nil {
+			d.inAlias = map[*yaml.Node]bool{}
+		}
+		d.inAlias[target] = true
+		defer delete(d.inAlias, target)
+		d.decode(target, v, path)
+		return
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // absent and null are the same: the default stays

@@ -100,9 +100,7 @@ func ParseRoutable(token string) (Routable, error) {
 
 // decodeB64 decodes unpadded base64url into dst without heap allocation.
 func decodeB64(dst []byte, s string) ([]byte, bool) {
-	var src [maxB64Len]byte
-	copy(src[:], s)
-	n, err := base64.RawURLEncoding.Decode(dst, src[:len(s)])
+	n, err := base64.RawURLEncoding.Decode(dst, readOnlyBytes(s))
 	// The decoder skips \r and \n; a short result means the input had some.
 	if err != nil || n != base64.RawURLEncoding.DecodedLen(len(s)) {
 		return nil, false
@@ -148,16 +146,8 @@ func indexByte(b []byte, c byte) int {
 	return -1
 }
 
-// crc32Of is zlib's CRC-32 over a string. hash/crc32 takes a []byte through a function
-// variable, which would force the token onto the heap; tokens are short enough for a table loop.
-func crc32Of(s string) uint32 {
-	tab := crc32.IEEETable
-	crc := ^uint32(0)
-	for i := range len(s) {
-		crc = tab[byte(crc)^s[i]] ^ (crc >> 8)
-	}
-	return ^crc
-}
+// crc32Of is zlib's CRC-32 (IEEE) over a string.
+func crc32Of(s string) uint32 { return crc32.ChecksumIEEE(readOnlyBytes(s)) }
 
 // internPrefix returns well-known prefixes as constants, so a Routable neither allocates nor
 // keeps the token's memory alive through a substring.

@@ -8,7 +8,6 @@ import (
 	"testing"
 )
 
-
 type vector struct {
 	token  string
 	prefix string

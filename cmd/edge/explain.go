@@ -108,4 +108,3 @@ func explainJSON(req *http.Request, d proxy.Decision, decideErr error) ([]byte, 
 	}
 	return append(b, '\n'), nil
 }
-
