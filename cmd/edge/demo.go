@@ -2,9 +2,184 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/tokens"
 )
 
+// cmdDemo runs edge on embedded defaults with two demo cells on loopback and prints what to try.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return usagef("demo: not built yet")
+	fs := newFlagSet("demo", "demo [--listen 127.0.0.1:8080] [--ops 127.0.0.1:9090]", stderr)
+	public := fs.String("listen", "127.0.0.1:8080", "edge's public address")
+	ops := fs.String("ops", "127.0.0.1:9090", "edge's ops address (/metrics, /readyz)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "edge-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	signer := &cellsim.JobTokenSigner{Key: key, Algorithm: "ES256", KID: "demo", Issuer: "https://gitlab.demo",
+		Audience: "gitlab-authz-token", TTL: time.Hour}
+	cell1, err := startDemoCell(ctx, 1, true, 1, signer, log)
+	if err != nil {
+		return err
+	}
+	cell2, err := startDemoCell(ctx, 2, false, 2000000, signer, log)
+	if err != nil {
+		return err
+	}
+	pubPath := filepath.Join(dir, "jwt.pub")
+	if err := writePublicKey(pubPath, &key.PublicKey); err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(dir, "edge.yaml")
+	yaml := fmt.Sprintf(`# edge demo config, written by 'edge demo'
+listen: {public: %q, ops: %q}
+cells:
+  - {id: 1, url: %q, legacy: true, id_ranges: ["1-1999999"]}
+  - {id: 2, url: %q, id_ranges: ["2000000-3999999"]}
+tokens:
+  job_jwt:
+    keys: [{kid: demo, alg: ES256, file: jwt.pub}]
+    issuer: "https://gitlab.demo"
+shutdown: {grace: 2s}
+log: {level: warn, format: text}
+`, *public, *ops, cell1.url, cell2.url)
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	tok2, err := mintDemoRoutable(tokens.Keys{}.Set(tokens.KeyCell, 2).Set(tokens.KeyOrganization, 1))
+	if err != nil {
+		return err
+	}
+	jobID, err := cell2.AddJob()
+	if err != nil {
+		return err
+	}
+	for _, t := range []string{tok2} {
+		cell2.AcceptToken(t)
+	}
+	self, _ := os.Executable()
+	if strings.Contains(self, "go-build") {
+		self = "go run ./cmd/edge"
+	}
+	printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
+		tok2: tok2, jobID: jobID})
+	return serve(ctx, cfg, log)
 }
+
+type demoCell struct {
+	*cellsim.Cell
+	url string
+}
+
+// startDemoCell serves a cellsim cell that names itself in an X-Demo-Cell header, so curl shows
+// where each request landed.
+func startDemoCell(ctx context.Context, id uint64, legacy bool, jobBase uint64, signer *cellsim.JobTokenSigner, log *slog.Logger) (*demoCell, error) {
+	cell, err := cellsim.New(cellsim.Options{CellID: id, Legacy: legacy, JobIDBase: jobBase, LongPoll: 10 * time.Second, JobToken: signer, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	inner := cell.Handler()
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Demo-Cell", fmt.Sprint(id))
+		inner.ServeHTTP(w, r)
+	})}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("demo cell stopped", "cell", id, "error", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return &demoCell{Cell: cell, url: "http://" + ln.Addr().String()}, nil
+}
+
+func writePublicKey(path string, pub *ecdsa.PublicKey) error {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600)
+}
+
+func mintDemoRoutable(keys tokens.Keys) (string, error) {
+	var random [16]byte
+	if _, err := rand.Read(random[:]); err != nil {
+		return "", err
+	}
+	return tokens.MintRoutable("glrt-t2_", random, keys)
+}
+
+type demoInfo struct {
+	edge, ops, cfg, self, tok2 string
+	jobID                      uint64
+}
+
+func printDemo(w io.Writer, d demoInfo) {
+	fmt.Fprintf(w, `edge demo: edge on %[1]s, two demo cells behind it (cell 1 is the legacy cell).
+Every answer carries X-Demo-Cell: the cell that served it. Try:
+
+# 1. A routable runner token names cell 2 (RUNNER-TOKEN header, gitlab-runner >= 17.11):
+curl -si %[1]s/api/v4/runners/verify -H 'RUNNER-TOKEN: %[4]s' -H 'Content-Type: application/json' -d '{"token":"%[4]s"}'
+
+# 2. The same token only in the JSON body, as runners before 16.10 send it. Cell 2 has one job
+#    queued and hands it out with a JWT job token (later requests long-poll 10 s, then 204):
+JOB_TOKEN=$(curl -s %[1]s/api/v4/jobs/request -H 'Content-Type: application/json' -d '{"token":"%[4]s","last_update":""}' | grep -o '"token":"glcbt-[^"]*"' | cut -d'"' -f4); echo "$JOB_TOKEN"
+
+# 3. The verified job token names cell 2; the artifact download is answered 302, not followed:
+curl -si %[1]s/api/v4/jobs/%[5]d/artifacts -H "JOB-TOKEN: $JOB_TOKEN"
+#    With no token at all, job id %[5]d is inside cell 2's id range (2000000-3999999):
+curl -si %[1]s/api/v4/jobs/%[5]d/artifacts
+
+# 4. A token edge cannot read goes to the legacy cell:
+curl -si %[1]s/api/v4/runners/router/discovery -H 'RUNNER-TOKEN: glrt-legacy-opaque-token-0000'
+
+# 5. Two tokens naming different cells: 400, nothing is sent:
+curl -si %[1]s/api/v4/jobs/1/artifacts -H 'JOB-TOKEN: %[4]s' -H "PRIVATE-TOKEN: $(%[3]s token mint routable --cell 1)"
+
+# 6. The decision without sending anything, and a token's routing keys:
+%[3]s explain --config %[2]s -X POST -H 'RUNNER-TOKEN: %[4]s' %[1]s/api/v4/jobs/request
+%[3]s token decode %[4]s
+
+# Metrics and readiness:
+curl -s %[6]s/metrics | grep ^edge_
+curl -s %[6]s/readyz
+
+Ctrl-C stops everything.
+`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops)
+}
+
