@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
@@ -146,8 +147,10 @@ func parseIDRange(s string) (IDRange, error) {
 	return IDRange{Lo: l, Hi: h}, nil
 }
 
-// checkOverlaps reports every range that overlaps a range of another cell, at the later of the two.
-// Ranges within one cell may overlap: they route to the same place.
+// checkOverlaps reports every range that overlaps a range of another cell, at the one that starts
+// later. Ranges within one cell may overlap: they route to the same place. It sweeps the ranges in
+// order of their start, keeping the two reaching furthest from different cells, so a config with
+// many ranges costs n log n, not n².
 func (c *Config) checkOverlaps(ch *checker) {
 	type ref struct {
 		cell, idx int
@@ -161,14 +164,27 @@ func (c *Config) checkOverlaps(ch *checker) {
 			}
 		}
 	}
-	for b := range all {
-		for a := range b {
-			x, y := all[a], all[b]
-			if x.cell != y.cell && x.r.Lo <= y.r.Hi && y.r.Lo <= x.r.Hi {
-				ch.add(index(index("cells", y.cell)+".id_ranges", y.idx),
-					"%d-%d overlaps %d-%d (cells[%d].id_ranges[%d]): ranges of cell %d and cell %d must not overlap",
-					y.r.Lo, y.r.Hi, x.r.Lo, x.r.Hi, x.cell, x.idx, c.Cells[x.cell].ID, c.Cells[y.cell].ID)
+	slices.SortStableFunc(all, func(a, b ref) int { return cmp.Compare(a.r.Lo, b.r.Lo) })
+	var best, second *ref // best reaches furthest; second furthest among other cells than best's
+	for k := range all {
+		y := &all[k]
+		x := best
+		if x != nil && x.cell == y.cell {
+			x = second
+		}
+		if x != nil && x.r.Hi >= y.r.Lo {
+			ch.add(index(index("cells", y.cell)+".id_ranges", y.idx),
+				"%d-%d overlaps %d-%d (cells[%d].id_ranges[%d]): ranges of cell %d and cell %d must not overlap",
+				y.r.Lo, y.r.Hi, x.r.Lo, x.r.Hi, x.cell, x.idx, c.Cells[x.cell].ID, c.Cells[y.cell].ID)
+		}
+		switch {
+		case best == nil || y.r.Hi > best.r.Hi:
+			if best != nil && best.cell != y.cell {
+				second = best
 			}
+			best = y
+		case y.cell != best.cell && (second == nil || y.r.Hi > second.r.Hi):
+			second = y
 		}
 	}
 }

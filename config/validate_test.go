@@ -1,20 +1,21 @@
 package config
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
 
 // base is a valid config of three lines; cases add lines (more cells, or other sections) from
 // line 4 on.
-var base = []string{
-	"tokens: {job_jwt: {verify: false}}", // 1
-	"cells:",                             // 2
-	`  - {id: 1, url: "http://127.0.0.1:3001", legacy: true}`, // 3
+func baseLines() []string {
+	return []string{
+		"tokens: {job_jwt: {verify: false}}", // 1
+		"cells:",                             // 2
+		`  - {id: 1, url: "http://127.0.0.1:3001", legacy: true}`, // 3
+	}
 }
 
-func with(extra ...string) []string { return append(slices.Clone(base), extra...) }
+func with(extra ...string) []string { return append(baseLines(), extra...) }
 
 func TestProblems(t *testing.T) {
 	tests := []struct {
