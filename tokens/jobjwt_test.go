@@ -42,3 +42,13 @@ func TestJobJWT(t *testing.T) {
 		})
 	}
 }
+
+func TestIsBase64URL(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		want := 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_'
+		if got := isBase64URL(b); got != want {
+			t.Errorf("isBase64URL(%q): got %v, want %v", b, got, want)
+		}
+	}
+}

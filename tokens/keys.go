@@ -38,11 +38,15 @@ func (k Keys) Get(s KeySet) (uint64, bool) {
 
 // Set returns k with the single key s set to v.
 func (k Keys) Set(s KeySet, v uint64) Keys {
+	k.put(s, v)
+	return k
+}
+
+func (k *Keys) put(s KeySet, v uint64) {
 	if p := k.field(s); p != nil {
 		*p = v
 		k.Present |= s
 	}
-	return k
 }
 
 // Map returns the present keys by payload letter, e.g. {"c":2,"o":1}, for JSON output.

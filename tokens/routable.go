@@ -128,7 +128,7 @@ func parsePayload(p []byte) (Keys, bool) {
 				if !ok || k.Has(bit) {
 					return Keys{}, false
 				}
-				k = k.Set(bit, v)
+				k.put(bit, v)
 			}
 		}
 		if i < 0 {

@@ -96,8 +96,10 @@ func NewVerifier(o VerifierOptions) (*Verifier, error) {
 
 // Verify checks a bare JWT (without "glcbt-", see JobJWT): signature with the key its kid names
 // (or the only key when there is no kid) and that key's algorithm, exp required, nbf and iat
-// honoured, iss and aud checked. Failures wrap ErrInvalidJWT and a more specific sentinel.
-// Verified results are cached by the SHA-256 of the token and never served at or after exp.
+// honoured, iss and aud checked. Failures wrap ErrInvalidJWT and, where one fits, a more specific
+// sentinel (ErrExpired, ErrNoExpiry, ErrUnknownKey, ErrAlgorithm, ...); the one exception is a
+// done ctx on a cache miss, which returns ctx.Err(). Verified results are cached by the SHA-256
+// of the token (never the token) and never served at or after exp; failures are not cached.
 func (v *Verifier) Verify(ctx context.Context, jwt string) (JobClaims, error) {
 	if len(jwt) > maxJWTLen {
 		return JobClaims{}, fmt.Errorf("%w: too long", ErrInvalidJWT)
