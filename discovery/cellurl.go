@@ -14,8 +14,8 @@ type cellURL struct {
 	path   string // escaped, without a trailing slash
 }
 
-// address is a classify answer split into the same parts; port 0 means none given.
-type address struct {
+// parsedAddress is a classify answer split into the same parts; port 0 means none given.
+type parsedAddress struct {
 	scheme, host, path string
 	port               uint32
 }
@@ -36,7 +36,7 @@ func (c cellURL) same(o cellURL) bool {
 }
 
 // matches an address with a scheme: everything must agree.
-func (c cellURL) matches(a address) bool {
+func (c cellURL) matches(a parsedAddress) bool {
 	port := a.port
 	if port == 0 {
 		port = defaultPort(a.scheme)
@@ -47,7 +47,7 @@ func (c cellURL) matches(a address) bool {
 
 // matchesAuthority matches a bare "host[:port]" (the Topology Service stores cell addresses in
 // that form): the host, and the port when one is given.
-func (c cellURL) matchesAuthority(a address) bool {
+func (c cellURL) matchesAuthority(a parsedAddress) bool {
 	return a.path == "" && strings.EqualFold(c.host, a.host) && (a.port == 0 || c.port == a.port)
 }
 
@@ -55,8 +55,8 @@ func (c cellURL) matchesAuthority(a address) bool {
 // case-insensitive, default ports normalised, a trailing slash ignored. An address without a
 // scheme ("host" or "host:port") matches only if exactly one cell has that host (and port).
 // Addresses with user info, a query or a fragment match nothing.
-func (c *Cells) ByURL(addr string) (*Cell, bool) {
-	a, ok := parseAddress(addr)
+func (c *Cells) ByURL(address string) (*Cell, bool) {
+	a, ok := parseAddress(address)
 	if !ok {
 		return nil, false
 	}
@@ -80,8 +80,8 @@ func (c *Cells) ByURL(addr string) (*Cell, bool) {
 	return found, found != nil
 }
 
-func parseAddress(s string) (address, bool) {
-	var a address
+func parseAddress(s string) (parsedAddress, bool) {
+	var a parsedAddress
 	if i := strings.Index(s, "://"); i >= 0 {
 		a.scheme, s = s[:i], s[i+3:]
 		if a.scheme == "" {

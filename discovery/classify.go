@@ -17,6 +17,7 @@ import (
 // ClassifyType names the kind of routing value sent to the classify service.
 type ClassifyType string
 
+// The routing values a routable token carries, in the order tokens.md asks for them: p > g > o > u.
 const (
 	ClassifyProject      ClassifyType = "PROJECT_ID"
 	ClassifyGroup        ClassifyType = "GROUP_ID"
@@ -24,6 +25,7 @@ const (
 	ClassifyUser         ClassifyType = "USER_ID"
 )
 
+// Defaults for ClassifierOptions fields left zero.
 const (
 	DefaultClassifyTimeout   = 2 * time.Second
 	DefaultClassifyCacheSize = 10_000
@@ -44,6 +46,7 @@ func (t ClassifyType) kind() (uint8, bool) {
 	return 0, false
 }
 
+// ClassifierOptions configures NewClassifier; zero fields take the defaults noted.
 type ClassifierOptions struct {
 	URL       string        // base URL; requests go to URL + "/v1/classify"
 	Client    *http.Client  // nil = a client with sane transport timeouts
@@ -65,6 +68,8 @@ type Classifier struct {
 	now      func() time.Time
 }
 
+// NewClassifier checks the options (errors wrap ErrBadClassifierOptions) and fills in defaults.
+// It makes no network call.
 func NewClassifier(o ClassifierOptions) (*Classifier, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
+// Defaults for NewLearnedJobs, from tokens.md section 4.
 const (
 	DefaultLearnedJobsSize = 100_000
 	DefaultLearnedJobsTTL  = 24 * time.Hour

@@ -130,6 +130,7 @@ func BenchmarkLearnedJobsLookup(b *testing.B) {
 		l.Learn(id, id%4)
 	}
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var id uint64
 		for pb.Next() {
