@@ -1,0 +1,6 @@
+package cellsim
+
+import "errors"
+
+// ErrJobExists: AddJobWithID was given the id of a job the cell already has.
+var ErrJobExists = errors.New("job id already exists")
