@@ -1,5 +1,7 @@
 GO ?= go
 FUZZTIME ?= 8s
+# make bench BENCH_FLAGS=--quick for a short run
+BENCH_FLAGS ?=
 
 .PHONY: all build demo test vet unit fuzz bench deps clean
 
@@ -16,7 +18,7 @@ demo:
 test: deps vet unit fuzz
 
 deps:
-	./scripts/deps.sh redis-server=redis-server
+	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk
 
 vet:
 	$(GO) vet ./...
@@ -30,7 +32,7 @@ fuzz:
 bench:
 	./scripts/deps.sh nginx=nginx-light wrk=wrk
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/
-	$(GO) run ./bench/cmd/edgebench
+	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseOptions(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		duration time.Duration
+		warmup   time.Duration
+		rounds   int
+		cases    []string
+		wantErr  string
+	}{
+		{name: "defaults", duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 3, cases: allCaseIDs()},
+		{name: "quick", args: []string{"--quick"}, duration: 3 * time.Second, warmup: time.Second, rounds: 3, cases: allCaseIDs()},
+		{name: "quick from env", env: map[string]string{"EDGEBENCH_QUICK": "1"}, duration: 3 * time.Second, warmup: time.Second, rounds: 3, cases: allCaseIDs()},
+		{name: "quick keeps explicit duration", args: []string{"--quick", "--duration", "5s"}, duration: 5 * time.Second, warmup: time.Second, rounds: 3, cases: allCaseIDs()},
+		{name: "quick keeps env duration", args: []string{"--quick"}, env: map[string]string{"EDGEBENCH_DURATION": "7"}, duration: 7 * time.Second, warmup: time.Second, rounds: 3, cases: allCaseIDs()},
+		{name: "env rounds and cases", env: map[string]string{"EDGEBENCH_ROUNDS": "5", "EDGEBENCH_CASES": "nginx, edge-b,nginx"}, duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 5, cases: []string{"nginx", "edge-b"}},
+		{name: "unknown case", args: []string{"--cases", "edge-x"}, wantErr: "unknown case"},
+		{name: "no cases", args: []string{"--cases", ","}, wantErr: "no cases"},
+		{name: "zero rounds", args: []string{"--rounds", "0"}, wantErr: "rounds"},
+		{name: "sub-second", args: []string{"--duration", "500ms"}, wantErr: "at least 1s"},
+		{name: "threads over connections", args: []string{"--threads", "4", "--connections", "2"}, wantErr: "threads"},
+		{name: "profile direct", args: []string{"--profile", "direct"}, wantErr: "no proxy"},
+		{name: "profile unselected", args: []string{"--cases", "nginx", "--profile", "edge-b"}, wantErr: "not among"},
+		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"EDGEBENCH_QUICK", "EDGEBENCH_DURATION", "EDGEBENCH_WARMUP", "EDGEBENCH_ROUNDS", "EDGEBENCH_CASES"} {
+				t.Setenv(k, tt.env[k])
+			}
+			o, err := parseOptions(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error: got %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseOptions: %v", err)
+			}
+			if o.duration != tt.duration || o.warmup != tt.warmup || o.rounds != tt.rounds {
+				t.Errorf("duration/warmup/rounds: got %v/%v/%v, want %v/%v/%v", o.duration, o.warmup, o.rounds, tt.duration, tt.warmup, tt.rounds)
+			}
+			if !slices.Equal(o.cases, tt.cases) {
+				t.Errorf("cases: got %v, want %v", o.cases, tt.cases)
+			}
+		})
+	}
+}
+
+func TestBuildCases(t *testing.T) {
+	cases := buildCases(allCaseIDs(), caseTokens{runner: "glrt-t2_R", jobJWT: "glcbt-J"})
+	type want struct {
+		target, method, header, token string
+		upstream                      int
+		bodyHasToken                  bool
+	}
+	wants := map[string]want{
+		caseDirect: {target: targetDirect, method: "GET"},
+		caseNginx:  {target: targetNginx, method: "GET"},
+		caseEdgeA:  {target: targetEdge, method: "GET"},
+		caseEdgeB:  {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
+		caseEdgeC:  {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},
+		caseEdgeD:  {target: targetEdge, method: "GET", header: "JOB-TOKEN", token: "glcbt-J", upstream: 2},
+	}
+	if len(cases) != len(wants) {
+		t.Fatalf("cases: got %d, want %d", len(cases), len(wants))
+	}
+	for _, c := range cases {
+		w := wants[c.id]
+		if c.target != w.target || c.method != w.method || c.wantUpstream != w.upstream {
+			t.Errorf("%s: got target %s method %s upstream %d, want %s %s %d", c.id, c.target, c.method, c.wantUpstream, w.target, w.method, w.upstream)
+		}
+		if w.header != "" && c.headers[w.header] != w.token {
+			t.Errorf("%s: header %s: got %q, want %q", c.id, w.header, c.headers[w.header], w.token)
+		}
+		for _, h := range []string{"RUNNER-TOKEN", "JOB-TOKEN", "PRIVATE-TOKEN", "Authorization"} {
+			if _, ok := c.headers[h]; ok && h != w.header {
+				t.Errorf("%s: unexpected token header %s", c.id, h)
+			}
+		}
+		if got := strings.Contains(c.body, `"token":"glrt-t2_R"`); got != w.bodyHasToken {
+			t.Errorf("%s: body has token: got %v, want %v", c.id, got, w.bodyHasToken)
+		}
+		if c.label == "" {
+			t.Errorf("%s: no label", c.id)
+		}
+	}
+	if !needsEdge(cases[2:3]) || needsEdge(cases[:2]) || !needsNginx(cases[1:2]) || needsNginx(cases[2:]) {
+		t.Errorf("needsEdge/needsNginx disagree with the targets")
+	}
+}
+
+func TestFindRepo(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "bench", "cmd", "edgebench")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module gitlab.com/edge/edge\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := findRepo(deep)
+	if err != nil || got != root {
+		t.Errorf("findRepo: got %q %v, want %q", got, err, root)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "go.mod"), []byte("module example.com/other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := findRepo(other); err == nil {
+		t.Errorf("findRepo of another module: got nil error")
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gitlab.com/edge/edge/bench"
+)
+
+// The job JWT's verification settings, shared by the token the harness mints and edge's config.
+const (
+	jwtIssuer   = "https://gitlab.example.com"
+	jwtAudience = "gitlab-authz-token"
+	jwtKid      = "k1"
+)
+
+const startTimeout = 20 * time.Second
+
+// harness is one benchmark's environment: tools, directory, and the servers it started.
+type harness struct {
+	opts  options
+	tools tools
+	pin   bool
+	dir   string
+	repo  string
+	sup   *supervisor
+
+	upstream      *proc
+	upstreamPorts [3]int
+	nginx         *proc
+	nginxPort     int
+	edge          *proc
+	edgeBin       string
+	edgePort      int
+	edgeOpsPort   int
+}
+
+// pinned prefixes argv with taskset when pinning is on.
+func (h *harness) pinned(cpu int, argv ...string) []string {
+	if !h.pin {
+		return argv
+	}
+	return append([]string{h.tools.taskset, "-c", strconv.Itoa(cpu)}, argv...)
+}
+
+// goBuild builds a package of the repository into the harness's directory.
+func (h *harness) goBuild(ctx context.Context, pkg, name string) (string, error) {
+	out := filepath.Join(h.dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = h.repo
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
+	}
+	return out, nil
+}
+
+// startUpstream starts the one upstream process with three listeners on ports it picks, and
+// learns them from its "listening" lines.
+func (h *harness) startUpstream(ctx context.Context) error {
+	bin, err := h.goBuild(ctx, "./bench/cmd/upstream", "upstream")
+	if err != nil {
+		return err
+	}
+	p, err := h.sup.start("upstream", h.pinned(h.opts.serverCPU, bin, "--listen", "127.0.0.1:0,127.0.0.1:0,127.0.0.1:0"))
+	if err != nil {
+		return err
+	}
+	h.upstream = p
+	var ports []int
+	err = poll(ctx, p, func() (bool, error) {
+		ports = ports[:0]
+		f, err := os.Open(p.log)
+		if err != nil {
+			return false, nil
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				_, port, err := net.SplitHostPort(addr)
+				if err != nil {
+					return false, fmt.Errorf("upstream printed %q: %w", sc.Text(), err)
+				}
+				n, _ := strconv.Atoi(port)
+				ports = append(ports, n)
+			}
+			if sc.Text() == "ready" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	if len(ports) != 3 {
+		return fmt.Errorf("upstream: got %d listeners, want 3", len(ports))
+	}
+	copy(h.upstreamPorts[:], ports)
+	return nil
+}
+
+// startNginx starts nginx with a config of its own in a directory of its own.
+func (h *harness) startNginx(ctx context.Context) error {
+	prefix := filepath.Join(h.dir, "nginx")
+	if err := os.MkdirAll(prefix, 0o755); err != nil {
+		return fmt.Errorf("nginx dir: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(bench.NginxConfig(prefix, port, h.upstreamPorts[0])), 0o644); err != nil {
+		return fmt.Errorf("write nginx config: %w", err)
+	}
+	p, err := h.sup.start("nginx", h.pinned(h.opts.serverCPU, h.tools.nginx,
+		"-p", prefix, "-e", filepath.Join(prefix, "error.log"), "-c", conf, "-g", "daemon off;"))
+	if err != nil {
+		return err
+	}
+	h.nginx, h.nginxPort = p, port
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	if err := waitHTTP(ctx, p, url); err != nil {
+		return fmt.Errorf("nginx: %w (its error log: %s)", err, filepath.Join(prefix, "error.log"))
+	}
+	return nil
+}
+
+// startEdge builds (unless given) and starts edge with three cells on the upstream's listeners.
+func (h *harness) startEdge(ctx context.Context, jwtPub string) error {
+	bin := h.opts.edgeBin
+	if bin == "" {
+		var err error
+		if bin, err = h.goBuild(ctx, "./cmd/edge", "edge"); err != nil {
+			return err
+		}
+	}
+	pub, err := freePort()
+	if err != nil {
+		return err
+	}
+	ops, err := freePort()
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(h.dir, "edge.yaml")
+	cfg := bench.EdgeConfig(pub, ops, h.upstreamPorts, jwtPub, jwtIssuer, jwtAudience, jwtKid)
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("write edge config: %w", err)
+	}
+	h.edgeBin = bin
+	p, err := h.sup.start("edge", h.pinned(h.opts.serverCPU, bin, "serve", "--config", conf))
+	if err != nil {
+		return err
+	}
+	h.edge, h.edgePort, h.edgeOpsPort = p, pub, ops
+	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", ops)); err != nil {
+		return fmt.Errorf("edge: %w", err)
+	}
+	return nil
+}
+
+// freePort asks the kernel for a free loopback port. Another process could take it before the
+// server binds it; the server then fails to start and the harness says so.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitHTTP polls url until it answers 200, the process exits, or startTimeout passes.
+func waitHTTP(ctx context.Context, p *proc, url string) error {
+	client := &http.Client{Timeout: time.Second}
+	lastErr := fmt.Errorf("no answer")
+	err := poll(ctx, p, func() (bool, error) {
+		resp, err := client.Get(url)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		resp.Body.Close()
+		lastErr = fmt.Errorf("GET %s: %s", url, resp.Status)
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil && !p.exited() {
+		return fmt.Errorf("%w (last: %v)", err, lastErr)
+	}
+	return err
+}
+
+// poll calls check every 50 ms until it reports done, fails, p exits, ctx ends, or startTimeout.
+func poll(ctx context.Context, p *proc, check func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done, err := check()
+		switch {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		case p.exited():
+			return p.failure()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w", ctx.Err())
+		case <-p.done:
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// tools are the external programs the harness runs.
+type tools struct {
+	nginx, wrk string
+	taskset    string // empty: no pinning
+	perf       string // empty: no profiling
+}
+
+// findTool looks in PATH and then in the sbin directories a non-login shell's PATH may lack.
+func findTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// ensureTools finds nginx and wrk, installing them with apt-get when they are missing and the
+// harness runs as root on Debian (as on CI), and finds taskset and perf if they are there.
+func ensureTools(ctx context.Context, noInstall bool) (tools, error) {
+	t := tools{nginx: findTool("nginx"), wrk: findTool("wrk"), taskset: findTool("taskset"), perf: findTool("perf")}
+	var missing []string
+	if t.nginx == "" {
+		missing = append(missing, "nginx-light")
+	}
+	if t.wrk == "" {
+		missing = append(missing, "wrk")
+	}
+	if len(missing) == 0 {
+		return t, nil
+	}
+	if noInstall || os.Geteuid() != 0 || !fileExists("/etc/debian_version") || findTool("apt-get") == "" {
+		return t, fmt.Errorf("missing %s: install them (apt-get install -y %s) or run edgebench as root on Debian",
+			strings.Join(missing, ", "), strings.Join(missing, " "))
+	}
+	logf("installing %s with apt-get", strings.Join(missing, " "))
+	if err := aptInstall(ctx, missing); err != nil {
+		return t, err
+	}
+	t.nginx, t.wrk = findTool("nginx"), findTool("wrk")
+	if t.nginx == "" || t.wrk == "" {
+		return t, errors.New("nginx or wrk still missing after apt-get install")
+	}
+	return t, nil
+}
+
+// aptInstall installs pkgs without letting their maintainer scripts start a system nginx on
+// port 80: a process the harness would have started and not stopped. Debian's policy-rc.d hook
+// (exit 101: "action forbidden") is the documented way; an existing one is left alone.
+func aptInstall(ctx context.Context, pkgs []string) error {
+	const policy = "/usr/sbin/policy-rc.d"
+	if !fileExists(policy) {
+		if err := os.WriteFile(policy, []byte("#!/bin/sh\nexit 101\n"), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", policy, err)
+		}
+		defer os.Remove(policy)
+	}
+	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	for _, args := range [][]string{
+		{"apt-get", "update", "-qq"},
+		append([]string{"apt-get", "install", "-y", "-qq", "--no-install-recommends"}, pkgs...),
+	} {
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+		}
+	}
+	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

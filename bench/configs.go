@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// NginxConfig is a plain, fair reverse proxy: one worker, keep-alive to the upstream, no access
+// log, every path under prefix so it reads no system file.
+func NginxConfig(prefix string, listenPort, upstreamPort int) string {
+	return fmt.Sprintf(`worker_processes 1;
+error_log %[1]s/error.log warn;
+pid %[1]s/nginx.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    upstream bench_upstream {
+        server 127.0.0.1:%[3]d;
+        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:%[2]d;
+        location / {
+            proxy_pass http://bench_upstream;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`, prefix, listenPort, upstreamPort)
+}
+
+// EdgeConfig is edge's config for the benchmark: cell 1 (legacy) and cells 2 and 3 on the three
+// listeners of the one upstream process, and job JWT verification with the bench key.
+func EdgeConfig(publicPort, opsPort int, upstreamPorts [3]int, jwtPubFile, issuer, audience, kid string) string {
+	return fmt.Sprintf(`listen: {public: "127.0.0.1:%d", ops: "127.0.0.1:%d"}
+cells:
+  - {id: 1, url: "http://127.0.0.1:%d", legacy: true}
+  - {id: 2, url: "http://127.0.0.1:%d"}
+  - {id: 3, url: "http://127.0.0.1:%d"}
+tokens:
+  job_jwt: {verify: true, keys: [{kid: %s, alg: RS256, file: %s}], issuer: %s, audience: %s}
+log: {level: warn}
+`, publicPort, opsPort, upstreamPorts[0], upstreamPorts[1], upstreamPorts[2],
+		strconv.Quote(kid), strconv.Quote(jwtPubFile), strconv.Quote(issuer), strconv.Quote(audience))
+}
+
+// WrkScript sets a static request for wrk: with no request() function wrk builds it once, so the
+// script costs nothing per request.
+func WrkScript(method string, headers map[string]string, body string) string {
+	var b strings.Builder
+	b.WriteString("wrk.method = " + LuaQuote(method) + "\n")
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		b.WriteString("wrk.headers[" + LuaQuote(k) + "] = " + LuaQuote(headers[k]) + "\n")
+	}
+	if body != "" {
+		b.WriteString("wrk.body = " + LuaQuote(body) + "\n")
+	}
+	return b.String()
+}
+
+// LuaQuote writes s as a Lua 5.1 string literal (wrk embeds LuaJIT), escaping every byte that is
+// not printable ASCII as \ddd.
+func LuaQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c >= 0x20 && c < 0x7f:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "\\%03d", c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestLuaQuote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"GET", `"GET"`},
+		{`{"token":"glrt-x"}`, `"{\"token\":\"glrt-x\"}"`},
+		{"a\\b\n\x00é", `"a\\b\010\000\195\169"`},
+	}
+	for _, tt := range tests {
+		if got := LuaQuote(tt.in); got != tt.want {
+			t.Errorf("LuaQuote(%q): got %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestWrkScript(t *testing.T) {
+	got := WrkScript("POST", map[string]string{"Content-Type": "application/json", "A": "1"}, `{"x":1}`)
+	want := `wrk.method = "POST"
+wrk.headers["A"] = "1"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = "{\"x\":1}"
+`
+	if got != want {
+		t.Errorf("script:\ngot\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestWrkScriptDrivesWrk runs the real wrk with a generated script against a recording server, so
+// the request wrk sends and the output ParseWrk reads are both checked against the real tool.
+func TestWrkScriptDrivesWrk(t *testing.T) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		t.Fatal("wrk not installed: make test installs it (apt-get install wrk)")
+	}
+	type seen struct {
+		method, path, token, ctype, body string
+	}
+	var mu sync.Mutex
+	var first *seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if first == nil {
+			first = &seen{r.Method, r.URL.Path, r.Header.Get("RUNNER-TOKEN"), r.Header.Get("Content-Type"), string(b)}
+		}
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+
+	body := `{"token":"glrt-abc","last_update":"x"}`
+	script := filepath.Join(t.TempDir(), "s.lua")
+	if err := os.WriteFile(script, []byte(WrkScript("POST", map[string]string{"RUNNER-TOKEN": "tok", "Content-Type": "application/json"}, body)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, wrk, "-t1", "-c2", "-d1s", "--latency", "-s", script, srv.URL+"/api/v4/jobs/request").CombinedOutput()
+	if err != nil {
+		t.Fatalf("wrk: %v\n%s", err, out)
+	}
+	res, err := ParseWrk(string(out))
+	if err != nil {
+		t.Fatalf("ParseWrk of real output: %v\n%s", err, out)
+	}
+	if res.Requests == 0 || res.RequestsPerS == 0 || res.Non2xx3xx != 0 {
+		t.Errorf("wrk result: got %+v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := seen{"POST", "/api/v4/jobs/request", "tok", "application/json", body}
+	if first == nil || *first != want {
+		t.Errorf("request: got %+v, want %+v", first, want)
+	}
+}
+
+func TestEdgeConfig(t *testing.T) {
+	cfg := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "/tmp/x y/gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1")
+	var got struct {
+		Listen struct{ Public, Ops string }
+		Cells  []struct {
+			ID     int
+			URL    string
+			Legacy bool
+		}
+		Tokens struct {
+			JobJWT struct {
+				Verify   bool
+				Keys     []struct{ Kid, Alg, File string }
+				Issuer   string
+				Audience string
+			} `yaml:"job_jwt"`
+		}
+		Log struct{ Level string }
+	}
+	dec := yaml.NewDecoder(strings.NewReader(cfg))
+	dec.KnownFields(true)
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("edge config is not the expected YAML: %v\n%s", err, cfg)
+	}
+	if got.Listen.Public != "127.0.0.1:8080" || got.Listen.Ops != "127.0.0.1:9090" {
+		t.Errorf("listen: got %+v", got.Listen)
+	}
+	if len(got.Cells) != 3 || !got.Cells[0].Legacy || got.Cells[1].Legacy || got.Cells[2].URL != "http://127.0.0.1:3003" || got.Cells[1].ID != 2 {
+		t.Errorf("cells: got %+v", got.Cells)
+	}
+	j := got.Tokens.JobJWT
+	if !j.Verify || len(j.Keys) != 1 || j.Keys[0].File != "/tmp/x y/gitlab-jwt.pub" || j.Keys[0].Kid != "k1" || j.Keys[0].Alg != "RS256" ||
+		j.Issuer != "https://gitlab.example.com" || j.Audience != "gitlab-authz-token" {
+		t.Errorf("job_jwt: got %+v", j)
+	}
+	if got.Log.Level != "warn" {
+		t.Errorf("log level: got %q, want warn", got.Log.Level)
+	}
+}
+
+// TestNginxConfig asks nginx itself whether the generated config is valid, when nginx is here.
+func TestNginxConfig(t *testing.T) {
+	cfg := NginxConfig("/tmp/p", 8080, 3001)
+	for _, want := range []string{"keepalive 64;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`, "access_log off;", "worker_processes 1;", "listen 127.0.0.1:8080;", "server 127.0.0.1:3001;"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("nginx config lacks %q", want)
+		}
+	}
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		nginx = "/usr/sbin/nginx"
+		if _, err := os.Stat(nginx); err != nil {
+			t.Fatal("nginx not installed: make test installs it (apt-get install nginx-light)")
+		}
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(NginxConfig(dir, 8080, 3001)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf).CombinedOutput(); err != nil {
+		t.Errorf("nginx -t: %v\n%s", err, out)
+	}
+}
