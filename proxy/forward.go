@@ -40,7 +40,7 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 		longPollTransport = newTransport(o.DialTimeout, o.LongPollTimeout)
 	}
 	buffers := &bufferPool{}
-	buffers.pool.New = func() any { b := make([]byte, 32<<10); return &b }
+	buffers.pool.New = func() any { return new([copyBufferSize]byte) }
 	targets := make(map[uint64]*target)
 	for _, cell := range p.cells.All() {
 		t := &target{cell: cell}
@@ -73,6 +73,9 @@ func newTransport(dialTimeout, responseHeaderTimeout time.Duration) *http.Transp
 		TLSHandshakeTimeout:   dialTimeout,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: responseHeaderTimeout,
+		// Bodies pass through as the cell sent them; the transport must not ask for gzip on
+		// the client's behalf and inflate the answer.
+		DisableCompression: true,
 	}
 }
 
@@ -178,10 +181,19 @@ func (p *Proxy) learnJob(cell *discovery.Cell, resp *http.Response) {
 	}
 }
 
+const copyBufferSize = 32 << 10
+
+// bufferPool hands ReverseProxy its copy buffers. Pooling array pointers, not slices, keeps
+// Put from allocating a slice header each time.
 type bufferPool struct{ pool sync.Pool }
 
-func (b *bufferPool) Get() []byte  { return *b.pool.Get().(*[]byte) }
-func (b *bufferPool) Put(v []byte) { b.pool.Put(&v) }
+func (b *bufferPool) Get() []byte { return b.pool.Get().(*[copyBufferSize]byte)[:] }
+
+func (b *bufferPool) Put(v []byte) {
+	if len(v) == copyBufferSize {
+		b.pool.Put((*[copyBufferSize]byte)(v))
+	}
+}
 
 // statusWriter remembers the status for metrics. Unwrap lets http.ResponseController reach
 // the connection's Flush, Hijack and deadlines.

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -12,6 +14,32 @@ type Metrics struct {
 	decisions      *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
 	learnedJobs    prometheus.Counter
+
+	// Children resolved once, so the request path does no label hashing.
+	inFlightBy  [2]prometheus.Gauge
+	durationBy  [2][numRoutes]prometheus.Observer
+	decisionsBy [16][8][8]atomic.Pointer[counterBox]
+}
+
+type counterBox struct{ prometheus.Counter }
+
+// decision counts one routing decision; rule -1 means refused.
+func (m *Metrics) decision(source TokenSource, kind TokenKind, rule Rule, refused bool) {
+	r := int(rule)
+	if refused {
+		r = 7
+	}
+	slot := &m.decisionsBy[source&15][kind&7][r&7]
+	box := slot.Load()
+	if box == nil {
+		label := rule.String()
+		if refused {
+			label = "refused"
+		}
+		box = &counterBox{m.decisions.WithLabelValues(source.String(), kind.String(), label)}
+		slot.Store(box)
+	}
+	box.Inc()
 }
 
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -45,6 +73,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.decisions, m.upstreamErrors, m.learnedJobs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
+		}
+	}
+	for kind := range m.inFlightBy {
+		m.inFlightBy[kind] = m.inFlight.WithLabelValues(TrafficKind(kind).String())
+		for route := range m.durationBy[kind] {
+			if TrafficKind(kind) == TrafficRunner || routeKind(route) == routeOther {
+				m.durationBy[kind][route] = m.duration.WithLabelValues(TrafficKind(kind).String(), routeKind(route).String())
+			}
 		}
 	}
 	return m, nil

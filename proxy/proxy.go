@@ -107,7 +107,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isRunnerPath(r.URL.Path) {
 		kind = TrafficRunner
 	}
-	inFlight := p.metrics.inFlight.WithLabelValues(kind.String())
+	inFlight := p.metrics.inFlightBy[kind]
 	inFlight.Inc()
 	defer inFlight.Dec()
 	sw := &statusWriter{ResponseWriter: w}
@@ -115,14 +115,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, err := p.decide(sw, r, kind)
 	if err != nil {
 		status, cause := statusOf(err)
-		p.metrics.decisions.WithLabelValues(d.Source.String(), d.Kind.String(), "refused").Inc()
+		p.metrics.decision(d.Source, d.Kind, 0, true)
 		p.log.Info("request refused", "method", r.Method, "path", r.URL.Path, "status", status,
 			"cause", cause, "token_source", d.Source.String(), "token_kind", d.Kind.String(), "error", err)
 		writeError(sw, status, cause, err.Error())
 		p.metrics.requests.WithLabelValues(kind.String(), "edge", codeClass(status)).Inc()
 		return
 	}
-	p.metrics.decisions.WithLabelValues(d.Source.String(), d.Kind.String(), d.Rule.String()).Inc()
+	p.metrics.decision(d.Source, d.Kind, d.Rule, false)
 	t := p.targets[d.Cell.ID]
 	if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
 		t.longPoll.ServeHTTP(sw, r)
@@ -134,7 +134,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = statusClientClosed
 	}
 	t.requests(kind, status).Inc()
-	p.metrics.duration.WithLabelValues(kind.String(), routeLabel(kind, r)).Observe(time.Since(start).Seconds())
+	p.metrics.durationBy[kind][routeOf(kind, r.URL.Path)].Observe(time.Since(start).Seconds())
 	if p.log.Enabled(r.Context(), slog.LevelDebug) {
 		p.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "cell", d.Cell.ID,
 			"rule", d.Rule.String(), "token_source", d.Source.String(), "token_kind", d.Kind.String(),
@@ -214,23 +214,49 @@ func mayCarryBodyToken(method, path string) bool {
 	return false
 }
 
-// routeLabel keeps the duration histogram's cardinality fixed: ids never become labels.
-func routeLabel(kind TrafficKind, r *http.Request) string {
-	if kind != TrafficRunner {
-		return "other"
-	}
-	path := r.URL.Path
-	switch {
-	case path == jobsRequestPath:
+// routeKind keeps the duration histogram's cardinality fixed: ids never become labels.
+type routeKind uint8
+
+const (
+	routeOther routeKind = iota
+	routeJobsRequest
+	routeJobTrace
+	routeJobArtifacts
+	routeJobs
+	routeRunners
+	numRoutes
+)
+
+func (r routeKind) String() string {
+	switch r {
+	case routeJobsRequest:
 		return "jobs_request"
-	case strings.HasSuffix(path, "/trace"):
+	case routeJobTrace:
 		return "job_trace"
-	case strings.HasSuffix(path, "/artifacts"):
+	case routeJobArtifacts:
 		return "job_artifacts"
-	case hasPathPrefix(path, "/api/v4/jobs"):
+	case routeJobs:
 		return "jobs"
+	case routeRunners:
+		return "runners"
 	}
-	return "runners"
+	return "other"
+}
+
+func routeOf(kind TrafficKind, path string) routeKind {
+	switch {
+	case kind != TrafficRunner:
+		return routeOther
+	case path == jobsRequestPath:
+		return routeJobsRequest
+	case strings.HasSuffix(path, "/trace"):
+		return routeJobTrace
+	case strings.HasSuffix(path, "/artifacts"):
+		return routeJobArtifacts
+	case hasPathPrefix(path, "/api/v4/jobs"):
+		return routeJobs
+	}
+	return routeRunners
 }
 
 // stripEdgeHeaders removes Edge-* headers: they are edge's own routing instructions, and a
