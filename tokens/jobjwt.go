@@ -8,8 +8,9 @@ const (
 )
 
 // JobJWT returns the JWT part of a CI job token. It finds "glcbt-" (an instance may put its own
-// prefix before it) and returns what follows when that looks like a JWT: three non-empty base64url
-// segments separated by dots. ok is false for anything else, e.g. an opaque legacy job token.
+// prefix before it) and returns what follows when that looks like a JWT: three base64url segments
+// separated by dots, the first two non-empty. The signature may be empty so that an unsigned
+// (alg "none") token is recognised as a JWT and refused by Verify, not mistaken for an opaque token. ok is false for anything else, e.g. an opaque legacy job token.
 // It only looks at the shape; Verify or ParseJobClaimsUnverified read the content.
 func JobJWT(token string) (jwt string, ok bool) {
 	if len(token) > maxJWTLen+maxPrefixLen+len(jobTokenPrefix) {
@@ -41,7 +42,7 @@ func looksLikeJWT(s string) bool {
 		if segment < 2 {
 			end = strings.IndexByte(s, '.')
 		}
-		if end <= 0 {
+		if end < 0 || (end == 0 && segment < 2) {
 			return false
 		}
 		for i := range end {

@@ -23,7 +23,7 @@ func TestJobJWT(t *testing.T) {
 		{"two segments", "glcbt-a.b", "", false},
 		{"four segments", "glcbt-a.b.c.d", "", false},
 		{"empty middle segment", "glcbt-a..c", "", false},
-		{"empty last segment", "glcbt-a.b.", "", false},
+		{"empty signature (alg none) is still a JWT, for Verify to refuse", "glcbt-a.b.", "a.b.", true},
 		{"empty first segment", "glcbt-.b.c", "", false},
 		{"padding", "glcbt-a.b.c=", "", false},
 		{"standard base64 alphabet", "glcbt-a.b+.c", "", false},

@@ -41,11 +41,11 @@ type Options struct {
 
 // JobTokenSigner says how a cell signs JWT job tokens.
 type JobTokenSigner struct {
-	Key              any // a crypto.Signer for RS256/ES256, or []byte for HS256
+	Key              any // *rsa.PrivateKey, *ecdsa.PrivateKey, ed25519.PrivateKey, or []byte for HS*
 	Algorithm, KID   string
 	Issuer, Audience string
-	LegacyCellID     bool // write the older cell_id claim instead of c
-	TTL              time.Duration
+	LegacyCellID     bool          // write the older cell_id claim instead of c
+	TTL              time.Duration // how long a job token is valid; 0 means an hour
 }
 
 // Cell is one fake GitLab cell. Its methods are safe for concurrent use.
@@ -109,18 +109,18 @@ func (c *Cell) ID() uint64 { return c.opts.CellID }
 // Handler serves the runner API under /api/v4/. Everything else is answered 404 (and recorded).
 func (c *Cell) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v4/runners", c.serve(routeRegister, c.register))
-	mux.HandleFunc("POST /api/v4/runners/verify", c.serve(routeVerify, c.verify))
-	mux.HandleFunc("DELETE /api/v4/runners", c.serve(routeUnregister, c.unregister))
-	mux.HandleFunc("DELETE /api/v4/runners/managers", c.serve(routeUnregisterManager, c.unregister))
-	mux.HandleFunc("POST /api/v4/runners/reset_authentication_token", c.serve(routeResetToken, c.resetToken))
-	mux.HandleFunc("GET /api/v4/runners/router/discovery", c.serve(routeDiscovery, c.discovery))
-	mux.HandleFunc("POST /api/v4/jobs/request", c.serve(routeJobRequest, c.requestJob))
-	mux.HandleFunc("PUT /api/v4/jobs/{id}", c.serve(routeUpdateJob, c.updateJob))
-	mux.HandleFunc("PATCH /api/v4/jobs/{id}/trace", c.serve(routeTrace, c.patchTrace))
-	mux.HandleFunc("POST /api/v4/jobs/{id}/artifacts", c.serve(routeUploadArtifacts, c.uploadArtifacts))
-	mux.HandleFunc("GET /api/v4/jobs/{id}/artifacts", c.serve(routeDownloadArtifacts, c.downloadArtifacts))
-	mux.HandleFunc("/", c.serve(routeUnknown, c.notFound))
+	mux.HandleFunc("POST /api/v4/runners", c.serve(RouteRegister, c.register))
+	mux.HandleFunc("POST /api/v4/runners/verify", c.serve(RouteVerify, c.verify))
+	mux.HandleFunc("DELETE /api/v4/runners", c.serve(RouteUnregister, c.unregister))
+	mux.HandleFunc("DELETE /api/v4/runners/managers", c.serve(RouteUnregisterManager, c.unregister))
+	mux.HandleFunc("POST /api/v4/runners/reset_authentication_token", c.serve(RouteResetToken, c.resetToken))
+	mux.HandleFunc("GET /api/v4/runners/router/discovery", c.serve(RouteDiscovery, c.discovery))
+	mux.HandleFunc("POST /api/v4/jobs/request", c.serve(RouteJobRequest, c.requestJob))
+	mux.HandleFunc("PUT /api/v4/jobs/{id}", c.serve(RouteUpdateJob, c.updateJob))
+	mux.HandleFunc("PATCH /api/v4/jobs/{id}/trace", c.serve(RouteTrace, c.patchTrace))
+	mux.HandleFunc("POST /api/v4/jobs/{id}/artifacts", c.serve(RouteUploadArtifacts, c.uploadArtifacts))
+	mux.HandleFunc("GET /api/v4/jobs/{id}/artifacts", c.serve(RouteDownloadArtifacts, c.downloadArtifacts))
+	mux.HandleFunc("/", c.serve(RouteUnknown, c.notFound))
 	return mux
 }
 

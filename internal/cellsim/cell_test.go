@@ -371,7 +371,7 @@ func TestBodyRecordedExactly(t *testing.T) {
 
 	res, _ = do(t, srv, call{method: "GET", path: "/nowhere", header: map[string]string{"X-Forwarded-For": "192.0.2.1"}})
 	r = lastRecord(t, cell)
-	if res.StatusCode != http.StatusNotFound || r.Route != "unknown" || r.Misrouted || r.Header.Get("X-Forwarded-For") != "192.0.2.1" {
+	if res.StatusCode != http.StatusNotFound || r.Route != cellsim.RouteUnknown || r.Misrouted || r.Header.Get("X-Forwarded-For") != "192.0.2.1" {
 		t.Errorf("unknown path: got %d route %q misrouted %v XFF %q", res.StatusCode, r.Route, r.Misrouted, r.Header.Get("X-Forwarded-For"))
 	}
 }
@@ -398,7 +398,7 @@ func TestCanceledRequestsAreRecorded(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer wcancel()
-	r, err := cell.Wait(wctx, func(r cellsim.Record) bool { return r.Route == "jobs/request" })
+	r, err := cell.Wait(wctx, func(r cellsim.Record) bool { return r.Route == cellsim.RouteJobRequest })
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
@@ -418,7 +418,7 @@ func TestCanceledRequestsAreRecorded(t *testing.T) {
 		res.Body.Close()
 		t.Errorf("stalled request: got %d, want a timeout", res.StatusCode)
 	}
-	r, err = cell.Wait(wctx, func(r cellsim.Record) bool { return r.Route == "runners/verify" })
+	r, err = cell.Wait(wctx, func(r cellsim.Record) bool { return r.Route == cellsim.RouteVerify })
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
 	}

@@ -3,35 +3,29 @@ package cellsim
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"hash"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Route names, as they appear in Record.Route.
+// Routes the cell serves, as Record.Route names them.
 const (
-	routeRegister          = "runners"
-	routeVerify            = "runners/verify"
-	routeUnregister        = "runners:delete"
-	routeUnregisterManager = "runners/managers:delete"
-	routeResetToken        = "runners/reset_authentication_token"
-	routeDiscovery         = "runners/router/discovery"
-	routeJobRequest        = "jobs/request"
-	routeUpdateJob         = "jobs/:id"
-	routeTrace             = "jobs/:id/trace"
-	routeUploadArtifacts   = "jobs/:id/artifacts:upload"
-	routeDownloadArtifacts = "jobs/:id/artifacts:download"
-	routeUnknown           = "unknown"
+	RouteRegister          = "runners"
+	RouteVerify            = "runners/verify"
+	RouteUnregister        = "runners:delete"
+	RouteUnregisterManager = "runners/managers:delete"
+	RouteResetToken        = "runners/reset_authentication_token"
+	RouteDiscovery         = "runners/router/discovery"
+	RouteJobRequest        = "jobs/request"
+	RouteUpdateJob         = "jobs/:id"
+	RouteTrace             = "jobs/:id/trace"
+	RouteUploadArtifacts   = "jobs/:id/artifacts:upload"
+	RouteDownloadArtifacts = "jobs/:id/artifacts:download"
+	RouteUnknown           = "unknown"
 )
-
-// statusClientClosed is what a canceled request is recorded with (nginx's 499): nobody is
-// left to receive an answer.
-const statusClientClosed = 499
 
 // exchange is one request being served: the request, its hashed body and its record.
 type exchange struct {
@@ -39,43 +33,6 @@ type exchange struct {
 	body *hashingReader
 	rec  Record
 }
-
-// response is what a route answers; serve writes it after the request is recorded, so a
-// client that has its answer can rely on the record being there.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func jsonResponse(status int, v any) response {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return textResponse(http.StatusInternalServerError, err.Error())
-	}
-	return response{status: status, header: http.Header{"Content-Type": {"application/json"}}, body: b}
-}
-
-func textResponse(status int, s string) response {
-	return response{status: status, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte(s)}
-}
-
-// messageResponse is how the GitLab API words its errors: {"message":"403 Forbidden"}.
-func messageResponse(status int) response {
-	return jsonResponse(status, map[string]string{"message": strconv.Itoa(status) + " " + http.StatusText(status)})
-}
-
-func emptyResponse(status int) response { return response{status: status, header: http.Header{}} }
-
-func (r response) with(key, value string) response {
-	if r.header == nil {
-		r.header = http.Header{}
-	}
-	r.header.Set(key, value)
-	return r
-}
-
-func canceledResponse() response { return response{status: statusClientClosed} }
 
 // serve wraps a route: run it, read what is left of the body (hashing every byte), stall if
 // asked to, record, then answer.

@@ -39,7 +39,10 @@ func (c *Cell) AddJob() (uint64, error) {
 	}
 	c.nextJobID = id + 1
 	c.mu.Unlock()
-	return id, c.AddJobWithID(id)
+	if err := c.AddJobWithID(id); err != nil {
+		return 0, err
+	}
+	return id, nil
 }
 
 // AddJobWithID queues a job with the given id, e.g. one outside the cell's id ranges, as a

@@ -10,7 +10,7 @@ import (
 // Record is what the cell saw of one request and what it answered.
 type Record struct {
 	Cell   uint64
-	Route  string // e.g. "jobs/request", "unknown"
+	Route  string // one of the Route constants
 	Method string
 	Path   string
 	Query  string

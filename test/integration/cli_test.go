@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/tokens"
+)
+
+// runEdge runs the edge binary with args and returns its stdout, stderr and exit code.
+func runEdge(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(edgeBinaryPath(), args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run edge %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestExplain: `edge explain` prints the cell and the rule for one request, sends nothing and
+// never prints the token.
+func TestExplain(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig()
+	var cells []*cellsim.Server
+	for _, id := range []uint64{1, 2, 3} {
+		s, err := cellsim.NewServer("", cellsim.Options{CellID: id, Legacy: id == 1})
+		if err != nil {
+			t.Fatalf("cell: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		cells = append(cells, s)
+		cfg.Cells = append(cfg.Cells, cellConfig{ID: id, URL: s.URL, Legacy: id == 1, IDRanges: cellRanges(id)})
+	}
+	cfg.Listen = listenConfig{Public: "127.0.0.1:0", Ops: "127.0.0.1:0"}
+	path := writeConfig(t, cfg)
+
+	now := time.Now()
+	jwt, err := tokens.MintJobJWT(tokens.MintJobOptions{
+		Key: demoPrivateKey(t), Algorithm: "RS256", KID: jwtKID, Issuer: jwtIssuer, Audience: jwtAudience,
+		Keys: tokens.Keys{}.Set(tokens.KeyCell, 3), JobID: 42, IssuedAt: now, ExpiresAt: now.Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatalf("MintJobJWT: %v", err)
+	}
+	runner2 := runnerToken(t, 2)
+	runner3 := runnerToken(t, 3)
+	tests := []struct {
+		name     string
+		args     []string
+		token    string
+		wantCell float64
+		wantRule string
+	}{
+		{"RUNNER-TOKEN", []string{"-X", "POST", "-H", "RUNNER-TOKEN: " + runner2, "http://edge.example.com/api/v4/jobs/request"}, runner2, 2, "routable_token_cell"},
+		{"token in a JSON body", []string{"-X", "POST", "-H", "Content-Type: application/json", "-d", `{"token":"` + runner3 + `"}`, "http://edge.example.com/api/v4/runners/verify"}, runner3, 3, "routable_token_cell"},
+		{"job JWT", []string{"-X", "PUT", "-H", "JOB-TOKEN: glcbt-" + jwt, "http://edge.example.com/api/v4/jobs/42"}, jwt, 3, "job_token_cell"},
+		{"job id range", []string{"-X", "PATCH", "http://edge.example.com/api/v4/jobs/4000001/trace"}, "", 3, "job_id_range"},
+		{"unknown token", []string{"-X", "POST", "-H", "RUNNER-TOKEN: glrt-a1b2c3d4e5f6g7h8i9j0", "http://edge.example.com/api/v4/runners/verify"}, "glrt-a1b2c3d4e5f6g7h8i9j0", 1, "legacy_cell"},
+		{"not runner traffic", []string{"http://edge.example.com/explore"}, "", 1, "not_runner_traffic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runEdge(t, append([]string{"explain", "--config", path}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit code: got %d, want 0\n%s%s", code, stdout, stderr)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+			}
+			if got["cell"] != tt.wantCell || got["rule"] != tt.wantRule {
+				t.Errorf("decision: got cell %v rule %v, want cell %v rule %v\n%s", got["cell"], got["rule"], tt.wantCell, tt.wantRule, stdout)
+			}
+			if tt.token != "" && leakedPart(tt.token, stdout+stderr) != "" {
+				t.Errorf("explain printed part of the token")
+			}
+		})
+	}
+	for _, c := range cells {
+		if n := len(c.Records()); n != 0 {
+			t.Errorf("explain sent %d request(s) to cell %d", n, c.ID())
+		}
+	}
+}
+
+// TestTokenDecode runs `edge token decode` on the vectors of tokens.md: keys as JSON, exit 0,
+// and never the token or its random part.
+func TestTokenDecode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		token        string
+		wantKind     string
+		wantRoutable bool
+		wantKeys     map[string]float64
+	}{
+		{"glrt-t2_AAECAwQFBgcICQoLDA0OD2M6MgpnOnlhCm86MQp1OjE2EQ.01.1a0uul4cy", "routable", true, map[string]float64{"c": 2, "g": 1234, "o": 1, "u": 42}},
+		{"glpat-AAECAwQFBgcICQoLDA0OD2M6MQpvOjEKdToxNgw.01.130ncaeak", "routable", true, map[string]float64{"c": 1, "o": 1, "u": 42}},
+		{"glrt-t3_AAECAwQFBgcICQoLDA0OD2M6MwpvOjUKcDpycwp1OjcQ.01.180xv8zww", "routable", true, map[string]float64{"c": 3, "o": 5, "p": 1000, "u": 7}},
+		{"EL25d_AKXDUtqLnIQHEpkG86MQM.01.0r1ajj2i3", "routable", true, map[string]float64{"o": 1}},
+		{"glrt-t2_AAECAwQFBgcICQoLDA0OD2M6MgpnOnlhCm86MQp1OjE2EQ.01.1a0uul4cz", "legacy", false, nil},
+		{"glrt-0123456789abcdefghij", "legacy", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.token, func(t *testing.T) {
+			stdout, stderr, code := runEdge(t, "token", "decode", tt.token)
+			if code != 0 {
+				t.Fatalf("exit code: got %d, want 0\n%s", code, stderr)
+			}
+			var got struct {
+				Kind     string             `json:"kind"`
+				Routable bool               `json:"routable"`
+				Keys     map[string]float64 `json:"keys"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+			}
+			if got.Kind != tt.wantKind || got.Routable != tt.wantRoutable || !sameKeys(got.Keys, tt.wantKeys) {
+				t.Errorf("got kind %q routable %v keys %v, want %q %v %v", got.Kind, got.Routable, got.Keys, tt.wantKind, tt.wantRoutable, tt.wantKeys)
+			}
+			if leakedPart(tt.token, stdout+stderr) != "" {
+				t.Errorf("decode printed a piece of the token")
+			}
+		})
+	}
+}
+
+// leakedPart returns a 12-character piece of token found in out, or "". A prefix alone (at most
+// 8 characters here) is not secret.
+func leakedPart(token, out string) string {
+	const window = 12
+	for i := 0; i+window <= len(token); i++ {
+		if strings.Contains(out, token[i:i+window]) {
+			return token[i : i+window]
+		}
+	}
+	return ""
+}
+
+func sameKeys(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCheckBadConfig: `edge check` exits 2 and lists every problem with its line.
+func TestCheckBadConfig(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "edge.yaml")
+	config := `listen:
+  public: "127.0.0.1:8080"
+  bogus: 1
+cells:
+  - {id: 1, url: "http://127.0.0.1:3001", legacy: true, id_ranges: ["1-100"]}
+  - {id: 2, url: "not a url", id_ranges: ["50-200"]}
+routing:
+  long_poll_timeout: "soon"
+tokens:
+  job_jwt:
+    verify: true
+    on_invalid: maybe
+    keys: [{kid: k1, alg: RS256, file: missing.pub}]
+    audience: gitlab-authz-token
+`
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatalf("write config: %v", err)
+	}
+	stdout, stderr, code := runEdge(t, "check", "--config", path)
+	if code != 2 {
+		t.Errorf("exit code: got %d, want 2", code)
+	}
+	out := stdout + stderr
+	for _, want := range []struct{ line, path string }{
+		{"3", "listen.bogus"},
+		{"6", "cells[1].url"},
+		{"6", "cells[1].id_ranges"},
+		{"8", "routing.long_poll_timeout"},
+		{"12", "tokens.job_jwt.on_invalid"},
+		{"13", "tokens.job_jwt.keys[0].file"},
+	} {
+		if !strings.Contains(out, path+":"+want.line+": "+want.path) {
+			t.Errorf("no problem reported for %s at line %s", want.path, want.line)
+		}
+	}
+	if t.Failed() {
+		t.Logf("edge check output:\n%s", out)
+	}
+
+	good := writeConfig(t, func() edgeConfig {
+		c := baseConfig()
+		c.Listen = listenConfig{Public: "127.0.0.1:0", Ops: "127.0.0.1:0"}
+		c.Cells = []cellConfig{{ID: 1, URL: "http://127.0.0.1:3001", Legacy: true}}
+		return c
+	}())
+	if stdout, stderr, code := runEdge(t, "check", "--config", good); code != 0 {
+		t.Errorf("check of a good config: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

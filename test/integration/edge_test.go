@@ -1,0 +1,266 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// edgeConfig is the part of edge's YAML config the tests write.
+type edgeConfig struct {
+	Listen   listenConfig   `yaml:"listen"`
+	Cells    []cellConfig   `yaml:"cells"`
+	Routing  routingConfig  `yaml:"routing,omitempty"`
+	Tokens   tokensConfig   `yaml:"tokens"`
+	Shutdown shutdownConfig `yaml:"shutdown,omitempty"`
+	Log      logConfig      `yaml:"log,omitempty"`
+}
+
+type listenConfig struct {
+	Public string `yaml:"public"`
+	Ops    string `yaml:"ops"`
+}
+
+type cellConfig struct {
+	ID       uint64   `yaml:"id"`
+	URL      string   `yaml:"url"`
+	Legacy   bool     `yaml:"legacy,omitempty"`
+	IDRanges []string `yaml:"id_ranges,omitempty"`
+}
+
+type routingConfig struct {
+	ClassifyURL     string   `yaml:"classify_url,omitempty"`
+	BodyTokenLimit  string   `yaml:"body_token_limit,omitempty"`
+	LongPollTimeout string   `yaml:"long_poll_timeout,omitempty"`
+	UpstreamTimeout string   `yaml:"upstream_timeout,omitempty"`
+	TrustedProxies  []string `yaml:"trusted_proxies,omitempty"`
+}
+
+type tokensConfig struct {
+	JobJWT jobJWTConfig `yaml:"job_jwt"`
+}
+
+type jobJWTConfig struct {
+	Verify    bool        `yaml:"verify"`
+	OnInvalid string      `yaml:"on_invalid,omitempty"`
+	Keys      []keyConfig `yaml:"keys,omitempty"`
+	Issuer    string      `yaml:"issuer,omitempty"`
+	Audience  string      `yaml:"audience,omitempty"`
+}
+
+type keyConfig struct {
+	KID  string `yaml:"kid"`
+	Alg  string `yaml:"alg"`
+	File string `yaml:"file"`
+}
+
+type shutdownConfig struct {
+	Grace string `yaml:"grace,omitempty"`
+}
+
+type logConfig struct {
+	Level  string `yaml:"level,omitempty"`
+	Format string `yaml:"format,omitempty"`
+}
+
+// edgeProc is a running `edge serve`.
+type edgeProc struct {
+	PublicURL  string
+	OpsURL     string
+	ConfigPath string
+	cmd        *exec.Cmd
+	out        *cappedBuffer
+	exited     chan struct{}
+	waitErr    error
+}
+
+// startEdge writes cfg (listen addresses are filled in) and runs `edge serve` until the test
+// ends; it returns once /readyz answers 200. The process's output is printed if the test fails.
+func startEdge(t *testing.T, cfg edgeConfig) *edgeProc {
+	t.Helper()
+	cfg.Listen = listenConfig{Public: freeAddr(t), Ops: freeAddr(t)}
+	if cfg.Shutdown.Grace == "" {
+		cfg.Shutdown.Grace = "5s"
+	}
+	if cfg.Log.Format == "" {
+		cfg.Log = logConfig{Level: "info", Format: "text"}
+	}
+	path := writeConfig(t, cfg)
+	e := &edgeProc{
+		PublicURL:  "http://" + cfg.Listen.Public,
+		OpsURL:     "http://" + cfg.Listen.Ops,
+		ConfigPath: path,
+		out:        &cappedBuffer{max: 4 << 20},
+		exited:     make(chan struct{}),
+	}
+	e.cmd = exec.Command(edgeBinaryPath(), "serve", "--config", path)
+	e.cmd.Stdout, e.cmd.Stderr = e.out, e.out
+	if err := e.cmd.Start(); err != nil {
+		t.Fatalf("start edge: %v", err)
+	}
+	go func() {
+		e.waitErr = e.cmd.Wait()
+		close(e.exited)
+	}()
+	t.Cleanup(func() {
+		e.stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("edge output (%s):\n%s", path, e.out.String())
+		}
+	})
+	if err := e.waitReady(20 * time.Second); err != nil {
+		t.Fatalf("edge not ready: %v", err)
+	}
+	return e
+}
+
+func writeConfig(t *testing.T, cfg edgeConfig) string {
+	t.Helper()
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatalf("marshal config: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "edge.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatalf("write config: %v", err)
+	}
+	return path
+}
+
+// waitReady polls /readyz until it answers 200, the process exits or the deadline passes.
+func (e *edgeProc) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		select {
+		case <-e.exited:
+			return fmt.Errorf("edge exited: %v", e.waitErr)
+		default:
+		}
+		res, err := client.Get(e.OpsURL + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no 200 from %s/readyz in %v (last: %v)", e.OpsURL, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and kills the process if it has not exited after timeout.
+func (e *edgeProc) stop(timeout time.Duration) {
+	select {
+	case <-e.exited:
+		return
+	default:
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(timeout):
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+	}
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (e *edgeProc) wait(timeout time.Duration) (int, error) {
+	select {
+	case <-e.exited:
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("edge still running after %v", timeout)
+	}
+	var exit *exec.ExitError
+	if errors.As(e.waitErr, &exit) {
+		return exit.ExitCode(), nil
+	}
+	if e.waitErr != nil {
+		return -1, e.waitErr
+	}
+	return 0, nil
+}
+
+// memKB reads a field such as VmRSS or VmHWM (in kB) from /proc/<pid>/status.
+func (e *edgeProc) memKB(field string) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("proc status: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || name != field {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", field, err)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("%s not in /proc/%d/status", field, e.cmd.Process.Pid)
+}
+
+// freeAddr picks a free loopback port by listening on port 0 and closing.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// cappedBuffer keeps the first max bytes of a process's output.
+type cappedBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - b.buf.Len()
+	switch {
+	case room <= 0:
+		b.dropped += len(p)
+	case len(p) > room:
+		b.buf.Write(p[:room])
+		b.dropped += len(p) - room
+	default:
+		b.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dropped > 0 {
+		return fmt.Sprintf("%s\n[... %d more bytes not kept]", b.buf.String(), b.dropped)
+	}
+	return b.buf.String()
+}
