@@ -1,9 +1,18 @@
 package tokens
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func FuzzParseRoutable(f *testing.F) {
@@ -103,4 +112,77 @@ func FuzzParseJobClaimsUnverified(f *testing.F) {
 			t.Fatalf("CellConflict without a cell: %+v", c)
 		}
 	})
+}
+
+func FuzzAgentVerify(f *testing.F) {
+	secret := testHMACSecret()
+	now := time.Unix(1_800_000_000, 0)
+	exp := now.Add(time.Hour).Unix()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	v, err := NewAgentVerifier(AgentVerifierOptions{Keys: []Key{
+		{ID: "hs", Algorithm: "HS256", Public: secret},
+		{ID: "ec", Algorithm: "ES256", Public: &key.PublicKey},
+	}, Now: func() time.Time { return now }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	// Seeds from the spec: agent_id a string or a number, project_id optional, exp required.
+	for _, claims := range []map[string]any{
+		{"aud": "edge-agent", "exp": exp, "agent_id": "agent-1"},
+		{"aud": []string{"edge-agent"}, "exp": exp, "agent_id": 42, "project_id": 7},
+		{"aud": "edge-agent", "exp": exp, "agent_id": "a.b_c-D", "project_id": "group.project"},
+		{"aud": "edge-agent", "exp": exp, "agent_id": strings.Repeat("x", 65)},
+		{"aud": "edge-agent", "exp": exp, "agent_id": 1.5},
+		{"aud": "edge-agent", "agent_id": "no-exp"},
+		{"aud": "other", "exp": exp, "agent_id": "a"},
+		{"aud": "edge-agent", "exp": "soon", "agent_id": "a"},
+	} {
+		for _, kid := range []string{"hs", "ec"} {
+			o := MintAgentOptions{Key: any(secret), Algorithm: "HS256", KID: kid, Extra: claims}
+			if kid == "ec" {
+				o.Key, o.Algorithm = key, "ES256"
+			}
+			f.Add(mustMintAgent(f, o))
+		}
+		raw, err := json.Marshal(claims)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(raw)) // for the signed-claims path below
+		f.Add(noneJWT(f, claims))
+		f.Add(unsignedJWT(f, map[string]any{"alg": "HS256"}, claims))
+	}
+	f.Add("")
+	f.Add("a.b.")
+	f.Add("a.b.c")
+	f.Fuzz(func(t *testing.T, token string) {
+		checkAgentVerify(t, v, token)
+		// Random input almost never carries a good signature; signing it as the claims lets the
+		// fuzzer reach claim parsing and validation.
+		header := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","kid":"hs"}`))
+		body := header + "." + base64.RawURLEncoding.EncodeToString([]byte(token))
+		mac := hmac.New(sha256.New, secret)
+		mac.Write([]byte(body))
+		checkAgentVerify(t, v, body+"."+base64.RawURLEncoding.EncodeToString(mac.Sum(nil)))
+	})
+}
+
+func checkAgentVerify(t *testing.T, v *AgentVerifier, token string) {
+	t.Helper()
+	id, err := v.Verify(context.Background(), token)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidJWT) {
+			t.Fatalf("error %v does not wrap ErrInvalidJWT", err)
+		}
+		if id != (AgentIdentity{}) {
+			t.Fatalf("identity %+v with error", id)
+		}
+		return
+	}
+	if !validID(id.AgentID) || (id.ProjectID != "" && !validID(id.ProjectID)) || id.ExpiresAt.IsZero() {
+		t.Fatalf("accepted a bad identity %+v", id)
+	}
 }

@@ -24,21 +24,13 @@ type MintJobOptions struct {
 
 // MintJobJWT signs a job token JWT and returns the bare JWT; callers prepend "glcbt-".
 func MintJobJWT(o MintJobOptions) (string, error) {
-	method := jwt.GetSigningMethod(o.Algorithm)
-	if method == nil || method == jwt.SigningMethodNone {
-		return "", fmt.Errorf("%w: cannot sign with algorithm %q", ErrBadKey, o.Algorithm)
-	}
-	claims := jwt.MapClaims{"jti": rand.Text()}
+	claims := registeredClaims(o.Issuer, o.Audience, o.IssuedAt, o.ExpiresAt)
 	set := func(name string, v any, ok bool) {
 		if ok {
 			claims[name] = v
 		}
 	}
-	set("iss", o.Issuer, o.Issuer != "")
-	set("aud", o.Audience, o.Audience != "")
 	set("sub", fmt.Sprintf("%s%d", jobSubjectPrefix, o.JobID), o.JobID != 0)
-	set("iat", o.IssuedAt.Unix(), !o.IssuedAt.IsZero())
-	set("exp", o.ExpiresAt.Unix(), !o.ExpiresAt.IsZero())
 	for _, f := range []struct {
 		name, legacy string
 		bit          KeySet
@@ -53,13 +45,41 @@ func MintJobJWT(o MintJobOptions) (string, error) {
 	for name, v := range o.Extra {
 		claims[name] = v
 	}
-	t := jwt.NewWithClaims(method, claims)
-	if o.KID != "" {
-		t.Header["kid"] = o.KID
+	return signJWT("job JWT", o.Algorithm, o.Key, o.KID, claims)
+}
+
+// registeredClaims starts a claim set to mint: a random jti, and iss, aud, iat and exp when set.
+func registeredClaims(issuer, audience string, issuedAt, expiresAt time.Time) jwt.MapClaims {
+	claims := jwt.MapClaims{"jti": rand.Text()}
+	if issuer != "" {
+		claims["iss"] = issuer
 	}
-	s, err := t.SignedString(o.Key)
+	if audience != "" {
+		claims["aud"] = audience
+	}
+	if !issuedAt.IsZero() {
+		claims["iat"] = issuedAt.Unix()
+	}
+	if !expiresAt.IsZero() {
+		claims["exp"] = expiresAt.Unix()
+	}
+	return claims
+}
+
+// signJWT signs claims with alg and key, with kid in the header when non-empty; what names the
+// kind of token in errors.
+func signJWT(what, alg string, key any, kid string, claims jwt.Claims) (string, error) {
+	method := jwt.GetSigningMethod(alg)
+	if method == nil || method == jwt.SigningMethodNone {
+		return "", fmt.Errorf("%w: cannot sign with algorithm %q", ErrBadKey, alg)
+	}
+	t := jwt.NewWithClaims(method, claims)
+	if kid != "" {
+		t.Header["kid"] = kid
+	}
+	s, err := t.SignedString(key)
 	if err != nil {
-		return "", fmt.Errorf("mint job JWT: %w", err)
+		return "", fmt.Errorf("mint %s: %w", what, err)
 	}
 	return s, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -25,9 +24,7 @@ type VerifierOptions struct {
 // Verifier checks job token JWTs against pinned keys and caches the verified results.
 // It is safe for concurrent use.
 type Verifier struct {
-	keys   map[string]Key
-	single *Key // the only key, used for a token without kid
-	algs   []string
+	check  jwtCheck
 	parser *jwt.Parser
 	cache  *lru.Cache[[sha256.Size]byte, JobClaims]
 	now    func() time.Time
@@ -47,43 +44,15 @@ func NewVerifier(o VerifierOptions) (*Verifier, error) {
 	if o.Leeway < 0 || o.CacheSize < 0 {
 		return nil, errors.New("job JWT verifier: negative leeway or cache size")
 	}
-	v := &Verifier{keys: make(map[string]Key, len(o.Keys)), now: o.Now}
+	check, err := newJWTCheck(o.Keys, o.Issuer, o.Audience, o.Leeway)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verifier{check: check, now: o.Now}
 	if v.now == nil {
 		v.now = time.Now
 	}
-	var algs []string
-	for _, k := range o.Keys {
-		if err := checkKey(k); err != nil {
-			return nil, err
-		}
-		if _, dup := v.keys[k.ID]; dup {
-			return nil, fmt.Errorf("%w: duplicate kid %q", ErrBadKey, k.ID)
-		}
-		if k.ID == "" && len(o.Keys) > 1 {
-			return nil, fmt.Errorf("%w: a key without kid is only allowed as the only key", ErrBadKey)
-		}
-		v.keys[k.ID] = k
-		if !slices.Contains(algs, k.Algorithm) {
-			algs = append(algs, k.Algorithm)
-		}
-	}
-	if len(o.Keys) == 1 {
-		v.single = &o.Keys[0]
-	}
-	opts := []jwt.ParserOption{
-		// The union of the keys' algorithms; keyFor then pins each token to its key's one.
-		jwt.WithValidMethods(algs),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithAudience(o.Audience),
-		jwt.WithLeeway(o.Leeway),
-		jwt.WithTimeFunc(v.now),
-	}
-	if o.Issuer != "" {
-		opts = append(opts, jwt.WithIssuer(o.Issuer))
-	}
-	v.parser = jwt.NewParser(opts...)
-	v.algs = algs
+	v.parser = check.parser(v.now)
 	if o.CacheSize > 0 {
 		cache, err := lru.New[[sha256.Size]byte, JobClaims](o.CacheSize)
 		if err != nil {
@@ -132,71 +101,9 @@ func (v *Verifier) verify(raw string) (JobClaims, error) {
 	if v.onVerify != nil {
 		v.onVerify()
 	}
-	if !looksLikeJWT(raw) {
-		return JobClaims{}, fmt.Errorf("%w: not a JWT", ErrInvalidJWT)
-	}
 	var c jobClaimsJSON
-	if t, err := v.parser.ParseWithClaims(raw, &c, v.keyFor); err != nil {
-		algAllowed := t != nil && t.Method != nil && slices.Contains(v.algs, t.Method.Alg())
-		return JobClaims{}, classify(err, &c, algAllowed)
+	if err := v.check.parse(v.parser, raw, &c, &c.RegisteredClaims); err != nil {
+		return JobClaims{}, err
 	}
 	return c.jobClaims(), nil
-}
-
-// keyFor picks the key named by the kid header and refuses any algorithm but the one pinned
-// for that key (this is what stops HS256-signed-with-the-RSA-public-key and alg "none").
-func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
-	var k Key
-	var ok bool
-	switch kid, has := t.Header["kid"]; {
-	case has:
-		if s, isString := kid.(string); isString {
-			k, ok = v.keys[s]
-		}
-		// A lone key configured without kid accepts any kid.
-		if !ok && v.single != nil && v.single.ID == "" {
-			k, ok = *v.single, true
-		}
-	case v.single != nil:
-		k, ok = *v.single, true
-	}
-	if !ok {
-		return nil, ErrUnknownKey
-	}
-	if t.Method == nil || t.Method.Alg() != k.Algorithm {
-		return nil, ErrAlgorithm
-	}
-	return k.Public, nil
-}
-
-// classify maps golang-jwt's errors to this package's sentinels.
-// algAllowed tells a bad signature from an algorithm no key allows, which golang-jwt reports alike.
-func classify(err error, c *jobClaimsJSON, algAllowed bool) error {
-	var specific error
-	switch {
-	case errors.Is(err, ErrUnknownKey):
-		specific = ErrUnknownKey
-	case errors.Is(err, ErrAlgorithm):
-		specific = ErrAlgorithm
-	case errors.Is(err, ErrBadClaim):
-		specific = ErrBadClaim
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid) && algAllowed:
-		specific = ErrSignature
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-		// An alg outside every key's algorithm ("none" included), or one golang-jwt does not know.
-		specific = ErrAlgorithm
-	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && c.ExpiresAt == nil:
-		specific = ErrNoExpiry
-	case errors.Is(err, jwt.ErrTokenExpired):
-		specific = ErrExpired
-	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-		specific = ErrNotYetValid
-	case errors.Is(err, jwt.ErrTokenInvalidAudience), errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && len(c.Audience) == 0:
-		specific = ErrAudience
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer), errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && c.Issuer == "":
-		specific = ErrIssuer
-	default:
-		return fmt.Errorf("%w: %w", ErrInvalidJWT, err)
-	}
-	return fmt.Errorf("%w: %w", ErrInvalidJWT, specific)
 }
