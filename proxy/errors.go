@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+
+	"gitlab.com/edge/edge/tunnel"
 )
 
 var (
@@ -13,7 +15,10 @@ var (
 	ErrBodyTooLarge      = errors.New("request body too large to look for a token")
 	ErrBodyRead          = errors.New("reading the request body")
 	ErrInvalidJobToken   = errors.New("job token failed verification")
-	ErrUpstream          = errors.New("upstream unreachable")
+	ErrUnauthorized      = errors.New("missing or invalid credentials")
+	ErrHopLimit          = errors.New("hop limit exceeded")
+	ErrNotFound          = errors.New("not found")
+	ErrBadRequest        = errors.New("bad request")
 )
 
 // statusClientClosed is nginx's 499: the client went away before the answer.
@@ -34,6 +39,22 @@ func statusOf(err error) (status int, cause string) {
 		return http.StatusRequestTimeout, "body_read_timeout"
 	case errors.Is(err, ErrBodyRead):
 		return http.StatusBadRequest, "body_read"
+	case errors.Is(err, ErrRegistryDown):
+		return http.StatusServiceUnavailable, "registry_unavailable"
+	case errors.Is(err, ErrDraining), errors.Is(err, tunnel.ErrServerClosed):
+		return http.StatusServiceUnavailable, "draining"
+	case errors.Is(err, ErrTooManyStreams), errors.Is(err, tunnel.ErrTooManyStreams):
+		return http.StatusServiceUnavailable, "too_many_streams"
+	case errors.Is(err, ErrAgentNotConnected):
+		return http.StatusGatewayTimeout, "agent_not_connected"
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, ErrHopLimit):
+		return http.StatusLoopDetected, "hop_limit"
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest, "bad_request"
 	case errors.Is(err, context.Canceled):
 		return statusClientClosed, "client_closed"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():

@@ -47,6 +47,8 @@ const usageText = `edge: the front door of a platform split into cells.
 
 Usage:
   edge serve   --config edge.yaml       run the router
+  edge agent   --edge URL --token-file F --allow-port N...
+                                        run an agent: dial the edge, serve local upstreams
   edge check   --config edge.yaml       validate a config; list every problem
   edge explain --config edge.yaml [-X METHOD] [-H 'K: V']... [-d BODY] URL
                                         print the routing decision for one request
@@ -67,6 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch cmd {
 	case "serve":
 		return cmdServe(ctx, rest, stdout, stderr)
+	case "agent":
+		return cmdAgent(ctx, rest, stdout, stderr)
 	case "check":
 		return cmdCheck(rest, stdout, stderr)
 	case "explain":

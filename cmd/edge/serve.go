@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"gitlab.com/edge/edge/config"
@@ -58,11 +59,33 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		publicLn.Close()
 		return fmt.Errorf("listen.ops: %w", err)
 	}
-	errc := make(chan error, 2)
+	var internal *http.Server
+	var internalLn net.Listener
+	if rt.agents.internal != nil {
+		if internalLn, err = listen(cfg.Listen.Internal, 0); err != nil {
+			publicLn.Close()
+			opsLn.Close()
+			return fmt.Errorf("listen.internal: %w", err)
+		}
+		internal = &http.Server{
+			Handler:           rt.agents.internal,
+			ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout.Duration,
+			IdleTimeout:       cfg.Limits.IdleTimeout.Duration,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	rt.agents.run(runCtx)
+	errc := make(chan error, 3)
 	go func() { errc <- serveOn(public, publicLn) }()
 	go func() { errc <- serveOn(ops, opsLn) }()
 	log.Info("listening", "listener", "public", "addr", publicLn.Addr().String())
 	log.Info("listening", "listener", "ops", "addr", opsLn.Addr().String())
+	if internal != nil {
+		go func() { errc <- serveOn(internal, internalLn) }()
+		log.Info("listening", "listener", "internal", "addr", internalLn.Addr().String())
+	}
 	h.ready.Store(true)
 
 	select {
@@ -75,10 +98,23 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	log.Info("draining", "grace", grace)
 	drainCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if shutdownErr := public.Shutdown(drainCtx); shutdownErr != nil {
-		log.Warn("grace period over; closing remaining connections", "error", shutdownErr)
-		public.Close()
+	rt.agents.drainRegistry(drainCtx)
+	var wg sync.WaitGroup
+	for _, srv := range []*http.Server{public, internal} {
+		if srv == nil {
+			continue
+		}
+		wg.Go(func() {
+			if shutdownErr := srv.Shutdown(drainCtx); shutdownErr != nil {
+				log.Warn("grace period over; closing remaining connections", "error", shutdownErr)
+				srv.Close()
+			}
+		})
 	}
+	wg.Wait()
+	rt.agents.drainTunnels(drainCtx)
+	stopRun()
+	rt.agents.close()
 	ops.Close()
 	log.Info("stopped")
 	return err

@@ -19,7 +19,7 @@ import (
 const jobTokenPrefix = "glcbt-"
 
 func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	const synopsis = "token mint routable|job [flags]  |  edge token decode TOKEN|-"
+	const synopsis = "token mint routable|job|agent|gitlab-api [flags]  |  edge token decode TOKEN|-"
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
 		fmt.Fprintf(stderr, "Usage: edge %s\n", synopsis)
 		if len(args) == 0 {
@@ -39,8 +39,12 @@ func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return cmdMintRoutable(args[2:], stdout, stderr)
 		case "job":
 			return cmdMintJob(args[2:], stdout, stderr)
+		case "agent":
+			return cmdMintAgent(args[2:], stdout, stderr)
+		case "gitlab-api":
+			return cmdMintGitLabAPI(args[2:], stdout, stderr)
 		}
-		return usagef("token mint: unknown kind %q (want routable or job)", args[1])
+		return usagef("token mint: unknown kind %q (want routable, job, agent or gitlab-api)", args[1])
 	}
 	return usagef("token: unknown subcommand %q (want mint or decode)", args[0])
 }
@@ -197,4 +201,57 @@ func reasonText(err error) string {
 		return msg[i+2:]
 	}
 	return msg
+}
+
+func cmdMintAgent(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("token mint agent", "token mint agent --key FILE --agent-id ID [--alg HS256] [--project ID] [--ttl 24h]", stderr)
+	keyFile := fs.String("key", "", "private key PEM file, or an HMAC secret file for HS*")
+	alg := fs.String("alg", "HS256", "signing algorithm")
+	kid := fs.String("kid", "", "key id for the JWT header")
+	issuer := fs.String("issuer", "", "iss claim (empty: none)")
+	agentID := fs.String("agent-id", "", "agent_id claim")
+	projectID := fs.String("project", "", "project_id claim (optional)")
+	ttl := fs.Duration("ttl", 24*time.Hour, "lifetime (exp = now + ttl)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *keyFile == "" || *agentID == "" {
+		return usagef("token mint agent: --key and --agent-id are required")
+	}
+	key, err := readSigningKey(*keyFile, *alg)
+	if err != nil {
+		return usageError{err}
+	}
+	now := time.Now()
+	tok, err := tokens.MintAgentToken(tokens.MintAgentOptions{Key: key, Algorithm: *alg, KID: *kid, Issuer: *issuer,
+		Audience: tokens.DefaultAgentAudience, AgentID: *agentID, ProjectID: *projectID, IssuedAt: now, ExpiresAt: now.Add(*ttl)})
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintln(stdout, tok)
+	return nil
+}
+
+func cmdMintGitLabAPI(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("token mint gitlab-api", "token mint gitlab-api --secret-file FILE [--ttl 5m]", stderr)
+	secretFile := fs.String("secret-file", "", "the gitlab_api.secret_file of the edge")
+	issuer := fs.String("issuer", tokens.DefaultGitLabAPIIssuer, "iss claim")
+	audience := fs.String("audience", tokens.DefaultGitLabAPIAudience, "aud claim")
+	ttl := fs.Duration("ttl", 5*time.Minute, "lifetime")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *secretFile == "" {
+		return usagef("token mint gitlab-api: --secret-file is required")
+	}
+	secret, err := readSigningKey(*secretFile, "HS256")
+	if err != nil {
+		return usageError{err}
+	}
+	tok, err := tokens.MintGitLabAPIToken(secret.([]byte), *issuer, *audience, time.Now(), *ttl)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintln(stdout, tok)
+	return nil
 }

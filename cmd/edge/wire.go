@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,6 +15,7 @@ import (
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
+	"gitlab.com/edge/edge/tunnel"
 )
 
 // loadConfig reads and validates a config; problems are usage errors (exit 2).
@@ -28,9 +31,10 @@ func loadConfig(path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// router is everything the public listener serves, built from one config.
+// router is everything the listeners serve, built from one config.
 type router struct {
-	proxy *proxy.Proxy
+	proxy  *proxy.Proxy
+	agents *agentParts
 }
 
 func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*router, error) {
@@ -77,10 +81,51 @@ func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, err
 	}
-	return &router{proxy: p}, nil
+	agents, err := buildAgents(cfg, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	return &router{proxy: p, agents: agents}, nil
 }
 
-func (rt *router) Handler() http.Handler { return rt.proxy }
+// Handler dispatches the public listener by path prefix. It is not a ServeMux on purpose: a
+// mux cleans and redirects paths, and runner requests must reach the cell as they were sent.
+func (rt *router) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Path
+		switch {
+		case path == tunnel.ConnectPath:
+			if rt.agents.tunnels == nil {
+				writeJSONError(w, http.StatusNotFound, "agents_disabled", "this edge accepts no agents: agents.keys is not configured")
+				return
+			}
+			rt.agents.tunnels.ServeHTTP(w, r)
+		case strings.HasPrefix(path, "/-/api/v1/"):
+			if rt.agents.gitlabAPI == nil {
+				writeJSONError(w, http.StatusNotFound, "api_disabled", "the API for GitLab is not configured (gitlab_api)")
+				return
+			}
+			stripEdgeHeaders(r.Header)
+			rt.agents.gitlabAPI.ServeHTTP(w, r)
+		default:
+			rt.proxy.ServeHTTP(w, r)
+		}
+	})
+}
+
+func stripEdgeHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, "Edge-") {
+			delete(h, k)
+		}
+	}
+}
+
+func writeJSONError(w http.ResponseWriter, status int, cause, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": cause, "message": message})
+}
 
 func buildCells(in []config.Cell) (*discovery.Cells, error) {
 	out := make([]discovery.Cell, 0, len(in))

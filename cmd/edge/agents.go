@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/tokens"
+	"gitlab.com/edge/edge/tunnel"
+)
+
+// agentParts are the tunnel server, the registry and what routes requests to agents.
+type agentParts struct {
+	tunnels   *tunnel.Server
+	registry  discovery.Registry
+	redis     redis.UniversalClient
+	router    *proxy.AgentRouter
+	internal  http.Handler // nil without an internal listener
+	gitlabAPI http.Handler // nil without gitlab_api
+	events    chan registryEvent
+	draining  chan struct{}
+	log       *slog.Logger
+}
+
+type registryEvent struct {
+	info      discovery.ConnInfo
+	connected bool
+}
+
+func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*agentParts, error) {
+	a := &agentParts{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log}
+	opts := discovery.RegistryOptions{Self: cfg.Listen.AdvertiseInternal, Registerer: reg}
+	if r := cfg.Registry; r != nil {
+		opts.TTL, opts.Refresh = r.TTL.Duration, r.Refresh.Duration
+		a.redis = redis.NewUniversalClient(&redis.UniversalOptions{
+			Addrs: r.Redis.Addresses(), MasterName: r.Redis.MasterName, Username: r.Redis.Username,
+			Password: string(r.Redis.Password), DB: r.Redis.DB,
+			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+		})
+		rr, err := discovery.NewRedisRegistry(a.redis, discovery.RedisOptions{RegistryOptions: opts, KeyPrefix: r.Redis.KeyPrefix}, log)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("registry: %w", err)}
+		}
+		a.registry = rr
+	} else {
+		mr, err := discovery.NewMemoryRegistry(discovery.NewMemoryStore(), opts, log)
+		if err != nil {
+			return nil, err
+		}
+		a.registry = mr
+	}
+	if len(cfg.Agents.Keys) > 0 {
+		keys, err := agentKeys(cfg.Agents.Keys)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		verifier, err := tokens.NewAgentVerifier(tokens.AgentVerifierOptions{Keys: keys, Issuer: cfg.Agents.Issuer, Leeway: cfg.Agents.Leeway.Duration})
+		if err != nil {
+			return nil, usageError{fmt.Errorf("agents.keys: %w", err)}
+		}
+		a.tunnels, err = tunnel.NewServer(tunnel.ServerOptions{
+			Verify: func(ctx context.Context, token string) (tunnel.Identity, error) {
+				id, err := verifier.Verify(ctx, token)
+				return tunnel.Identity{AgentID: id.AgentID, ProjectID: id.ProjectID}, err
+			},
+			OnConnect:    func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), true} },
+			OnDisconnect: func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), false} },
+			// 4 MiB per stream still moves about 160 MB/s at 10 ms round trip, and bounds what
+			// slow readers can make this edge buffer to 1 GiB per agent at the stream cap.
+			StreamWindow:       4 << 20,
+			MaxStreamsPerAgent: 256,
+			Logger:       log,
+			Metrics:      reg,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var minter proxy.InternalMinter
+	var internalVerifier proxy.InternalVerifier
+	if len(cfg.Internal.Secret) > 0 {
+		signer, err := tokens.NewInternalSigner(cfg.Internal.Secret, 0)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("internal.secret_file: %w", err)}
+		}
+		v, err := tokens.NewInternalVerifier(cfg.Internal.Secret, 0, 0)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("internal.secret_file: %w", err)}
+		}
+		minter, internalVerifier = signer, v
+	}
+	var tunnels proxy.Tunnels = noTunnels{}
+	if a.tunnels != nil {
+		tunnels = localTunnels{a.tunnels}
+	}
+	router, err := proxy.NewAgentRouter(proxy.AgentRouterOptions{
+		Self: cfg.Listen.AdvertiseInternal, Tunnels: tunnels, Registry: a.registry, Minter: minter,
+		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.router = router
+	if internalVerifier != nil && cfg.Listen.Internal != "" {
+		a.internal = router.InternalHandler(internalVerifier)
+	}
+	if g := cfg.GitLabAPI; g != nil {
+		v, err := tokens.NewGitLabAPIVerifier(g.Secret, g.Issuer, g.Audience, 0)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("gitlab_api: %w", err)}
+		}
+		a.gitlabAPI = router.GitLabAPIHandler(v)
+	}
+	return a, nil
+}
+
+func agentKeys(refs []config.KeyRef) ([]tokens.Key, error) {
+	var keys []tokens.Key
+	for i, k := range refs {
+		if k.IsHMAC() {
+			keys = append(keys, tokens.Key{ID: k.KID, Algorithm: k.Alg, Public: k.PEM})
+			continue
+		}
+		key, err := tokens.ParsePublicKeyPEM(k.KID, k.Alg, k.PEM)
+		if err != nil {
+			return nil, fmt.Errorf("agents.keys[%d]: %w", i, err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
+func connInfo(c *tunnel.Conn) discovery.ConnInfo {
+	i := c.Info()
+	return discovery.ConnInfo{
+		AgentID: i.AgentID, ProjectID: i.ProjectID, ConnectionID: i.ConnectionID,
+		Version: i.Version, Commit: i.Commit, PodNamespace: i.PodNamespace, PodName: i.PodName,
+		ConnectedAt: i.ConnectedAt.UTC(),
+	}
+}
+
+// run keeps the registry in step with the tunnels, in connect order, off the request path.
+func (a *agentParts) run(ctx context.Context) {
+	go func() {
+		if err := a.registry.Run(ctx); err != nil {
+			a.log.Error("registry stopped", "error", err)
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-a.events:
+				var err error
+				if ev.connected {
+					err = a.registry.Register(ctx, ev.info)
+				} else {
+					err = a.registry.Unregister(ctx, ev.info)
+				}
+				if err != nil {
+					a.log.Warn("registry write failed; kept locally and retried by the refresh loop",
+						"agent_id", ev.info.AgentID, "connected", ev.connected, "error", err)
+				}
+			}
+		}
+	}()
+}
+
+// drainRegistry is the first step of a drain: other edges stop sending here, and requests
+// waiting for an agent get 503.
+func (a *agentParts) drainRegistry(ctx context.Context) {
+	close(a.draining)
+	if err := a.registry.Drain(ctx); err != nil {
+		a.log.Warn("registry drain", "error", err)
+	}
+}
+
+// drainTunnels asks agents to reconnect elsewhere once their requests in flight are done.
+func (a *agentParts) drainTunnels(ctx context.Context) {
+	if a.tunnels == nil {
+		return
+	}
+	if err := a.tunnels.Drain(ctx); err != nil {
+		a.log.Warn("tunnel drain", "error", err)
+	}
+}
+
+func (a *agentParts) close() {
+	if a.tunnels != nil {
+		a.tunnels.Close()
+	}
+	if a.redis != nil {
+		a.redis.Close()
+	}
+}
+
+type localTunnels struct{ s *tunnel.Server }
+
+func (l localTunnels) Transport(agentID string) http.RoundTripper {
+	if len(l.s.Lookup(agentID)) == 0 {
+		return nil
+	}
+	return l.s.Transport(agentID)
+}
+
+func (l localTunnels) ConnTransport(agentID, connectionID string) http.RoundTripper {
+	c := l.s.Conn(agentID, connectionID)
+	if c == nil {
+		return nil
+	}
+	return c.Transport()
+}
+
+type noTunnels struct{}
+
+func (noTunnels) Transport(string) http.RoundTripper             { return nil }
+func (noTunnels) ConnTransport(string, string) http.RoundTripper { return nil }

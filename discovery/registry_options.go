@@ -1,0 +1,106 @@
+package discovery
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Registry defaults (contract.md: registry.ttl and registry.refresh).
+const (
+	DefaultRegistryTTL            = 5 * time.Minute
+	DefaultRegistryRefresh        = 4 * time.Minute
+	DefaultUnregisterDelay        = 3 * time.Second
+	DefaultRegistryPollMin        = time.Second
+	DefaultRegistryPollMax        = 10 * time.Second
+	DefaultRegistryTimeout        = 2 * time.Second
+	DefaultRegistryHealthInterval = 5 * time.Second
+	DefaultRedisKeyPrefix         = "edge"
+)
+
+// RegistryOptions configure both registry implementations. Zero durations mean the defaults.
+type RegistryOptions struct {
+	// Self is this edge's advertise_internal URL, the field its entries are stored under.
+	// Required for Redis; the single-instance memory registry accepts "".
+	Self string
+	// TTL is how long an entry lives without a refresh; Refresh how often this edge rewrites its
+	// entries. Refresh must be shorter than TTL.
+	TTL, Refresh time.Duration
+	// UnregisterDelay debounces Unregister. Negative: unregister at once.
+	UnregisterDelay time.Duration
+	// PollMin and PollMax bound the backoff of the safety-net poll of a wait loop.
+	PollMin, PollMax time.Duration
+	// Timeout bounds each store operation, so a lookup fails quickly when Redis is gone.
+	Timeout time.Duration
+	// HealthInterval is how often Run pings the store; the first good ping after a failure
+	// rewrites every entry this edge holds.
+	HealthInterval time.Duration
+	// Registerer receives the registry's metrics; nil: not registered.
+	Registerer prometheus.Registerer
+	// Now is the clock for entry expiry; nil: time.Now.
+	Now func() time.Time
+}
+
+func (o RegistryOptions) withDefaults() RegistryOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.TTL, DefaultRegistryTTL)
+	def(&o.Refresh, DefaultRegistryRefresh)
+	def(&o.UnregisterDelay, DefaultUnregisterDelay)
+	def(&o.PollMin, DefaultRegistryPollMin)
+	def(&o.PollMax, DefaultRegistryPollMax)
+	def(&o.Timeout, DefaultRegistryTimeout)
+	def(&o.HealthInterval, DefaultRegistryHealthInterval)
+	if o.UnregisterDelay < 0 {
+		o.UnregisterDelay = 0
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+func (o RegistryOptions) validate() error {
+	switch {
+	case o.TTL < 0 || o.Refresh < 0 || o.PollMin < 0 || o.PollMax < 0 || o.Timeout < 0 || o.HealthInterval < 0:
+		return fmt.Errorf("%w: negative duration", ErrBadRegistryOptions)
+	case o.Refresh >= o.TTL:
+		return fmt.Errorf("%w: refresh %v must be shorter than ttl %v", ErrBadRegistryOptions, o.Refresh, o.TTL)
+	case o.PollMin > o.PollMax:
+		return fmt.Errorf("%w: poll min %v above poll max %v", ErrBadRegistryOptions, o.PollMin, o.PollMax)
+	}
+	return nil
+}
+
+const maxIDLen = 64
+
+// validID is the agent and project id rule of tunnels.md: 1 to 64 of [A-Za-z0-9._-]. It also
+// keeps ids from breaking the Redis key layout.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validConnInfo(c ConnInfo) error {
+	switch {
+	case !validID(c.AgentID):
+		return fmt.Errorf("%w: agent id %q", ErrInvalidID, c.AgentID)
+	case c.ProjectID != "" && !validID(c.ProjectID):
+		return fmt.Errorf("%w: project id %q", ErrInvalidID, c.ProjectID)
+	case c.ConnectionID == "" || len(c.ConnectionID) > 256:
+		return fmt.Errorf("%w: connection id %q", ErrInvalidID, c.ConnectionID)
+	}
+	return nil
+}

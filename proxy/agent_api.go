@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"gitlab.com/edge/edge/discovery"
+)
+
+// InternalVerifier checks the JWT one edge presents to another, bound to the agent id.
+type InternalVerifier interface {
+	Verify(token, agentID string, now time.Time) error
+}
+
+// GitLabAPIVerifier checks the JWT GitLab presents to the API for GitLab.
+type GitLabAPIVerifier interface {
+	Verify(token string, now time.Time) error
+}
+
+// InternalHandler serves the internal listener: requests another edge forwards to the agent
+// this edge holds. It follows the routing headers and does no discovery of its own, so a
+// request can never loop; when the tunnel is gone it answers 421 for the entry edge to retry.
+func (a *AgentRouter) InternalHandler(v InternalVerifier) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, err := internalTarget(r, v)
+		if err != nil {
+			a.metrics.internal.WithLabelValues("refused").Inc()
+			status, cause := statusOf(err)
+			writeError(w, status, cause, err.Error())
+			return
+		}
+		rt := a.localTransport(t)
+		if rt == nil {
+			a.notHere(w, t)
+			return
+		}
+		at := &attempt{target: t, local: rt}
+		a.serve(w, r, at, a.local)
+		if errors.Is(at.err, errNotHere) {
+			a.notHere(w, t)
+			return
+		}
+		a.metrics.internal.WithLabelValues("served").Inc()
+	})
+}
+
+func (a *AgentRouter) notHere(w http.ResponseWriter, t AgentTarget) {
+	a.metrics.internal.WithLabelValues("not_here").Inc()
+	w.Header().Set(HeaderNotHere, "1")
+	writeError(w, http.StatusMisdirectedRequest, "not_here", "agent "+t.AgentID+" is not connected to this edge")
+}
+
+func internalTarget(r *http.Request, v InternalVerifier) (AgentTarget, error) {
+	t := AgentTarget{AgentID: r.Header.Get(HeaderAgentID), ConnectionID: r.Header.Get(HeaderConnectionID), Path: r.URL.Path}
+	if t.AgentID == "" {
+		return t, fmt.Errorf("%w: no %s header", ErrBadRequest, HeaderAgentID)
+	}
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return t, fmt.Errorf("%w: no internal token", ErrUnauthorized)
+	}
+	if err := v.Verify(token, t.AgentID, time.Now()); err != nil {
+		return t, fmt.Errorf("%w: %w", ErrUnauthorized, err)
+	}
+	hop, err := strconv.Atoi(r.Header.Get(HeaderHop))
+	switch {
+	case err != nil || hop < 1:
+		return t, fmt.Errorf("%w: %s must be a positive hop count", ErrBadRequest, HeaderHop)
+	case hop > 1:
+		return t, fmt.Errorf("%w: %d hops, at most 1", ErrHopLimit, hop)
+	}
+	if t.Port, err = parsePort(r.Header.Get(HeaderPort)); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+func parsePort(s string) (int, error) {
+	port, err := strconv.Atoi(s)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("%w: port %q is not 1-65535", ErrBadRequest, s)
+	}
+	return port, nil
+}
+
+// GitLabAPIHandler serves the API for GitLab under /-/api/v1/: which edges hold an agent, and
+// requests proxied to an agent through any edge.
+func (a *AgentRouter) GitLabAPIHandler(v GitLabAPIVerifier) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /-/api/v1/agents/{agent_id}/connections", func(w http.ResponseWriter, r *http.Request) {
+		conns, err := a.o.Registry.Lookup(r.Context(), r.PathValue("agent_id"))
+		a.writeConnections(w, conns, err)
+	})
+	mux.HandleFunc("GET /-/api/v1/projects/{project_id}/agents", func(w http.ResponseWriter, r *http.Request) {
+		conns, err := a.o.Registry.ByProject(r.Context(), r.PathValue("project_id"))
+		a.writeConnections(w, conns, err)
+	})
+	proxyTo := func(w http.ResponseWriter, r *http.Request) {
+		port, err := parsePort(r.PathValue("port"))
+		if err != nil {
+			status, cause := statusOf(err)
+			writeError(w, status, cause, err.Error())
+			return
+		}
+		a.Forward(w, r, AgentTarget{
+			AgentID:      r.PathValue("agent_id"),
+			ConnectionID: r.PathValue("connection_id"),
+			Port:         port,
+			Path:         "/" + r.PathValue("path"),
+		})
+	}
+	mux.HandleFunc("/-/api/v1/agents/{agent_id}/proxy/{port}/{path...}", proxyTo)
+	mux.HandleFunc("/-/api/v1/agents/{agent_id}/connections/{connection_id}/proxy/{port}/{path...}", proxyTo)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "unauthorized", "a GitLab API token is required")
+			return
+		}
+		if err := v.Verify(token, time.Now()); err != nil {
+			a.o.Log.Info("API for GitLab: token refused", "error", err)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "invalid GitLab API token")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []discovery.ConnInfo, err error) {
+	if err != nil {
+		a.fail(w, nil, AgentTarget{}, fmt.Errorf("%w: %w", ErrRegistryDown, err))
+		return
+	}
+	if conns == nil {
+		conns = []discovery.ConnInfo{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(struct {
+		Connections []discovery.ConnInfo `json:"connections"`
+	}{conns})
+}

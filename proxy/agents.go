@@ -1,0 +1,375 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/tunnel"
+)
+
+// Routing headers between edges and to agents. Clients cannot send them: every Edge-* header
+// is removed from what arrives on the public listener.
+const (
+	HeaderAgentID      = "Edge-Agent-Id"
+	HeaderConnectionID = "Edge-Connection-Id"
+	HeaderPort         = "Edge-Port"
+	HeaderHop          = "Edge-Hop"
+	HeaderNotHere      = "Edge-Not-Here"
+)
+
+var (
+	ErrAgentNotConnected = errors.New("agent not connected")
+	ErrRegistryDown      = errors.New("agent registry unavailable")
+	ErrDraining          = errors.New("edge is shutting down")
+	ErrTooManyStreams    = errors.New("too many requests in flight to the agent")
+	errNotHere           = errors.New("holder answered not here")
+)
+
+// Tunnels are this edge's own agent connections.
+type Tunnels interface {
+	// Transport reaches agentID over any of its local connections, nil when there is none.
+	Transport(agentID string) http.RoundTripper
+	// ConnTransport reaches one named local connection, nil when it is not here.
+	ConnTransport(agentID, connectionID string) http.RoundTripper
+}
+
+// AgentQuerier says which edges hold an agent.
+type AgentQuerier interface {
+	Lookup(ctx context.Context, agentID string) ([]discovery.ConnInfo, error)
+	ByProject(ctx context.Context, projectID string) ([]discovery.ConnInfo, error)
+	Wait(ctx context.Context, agentID string) ([]discovery.ConnInfo, error)
+	Forget(ctx context.Context, stale discovery.ConnInfo) error
+}
+
+// InternalMinter signs the short-lived JWT an edge presents to another edge's internal listener.
+type InternalMinter interface {
+	Mint(agentID string, now time.Time) (string, error)
+}
+
+// AgentTarget is where a request for an agent goes.
+type AgentTarget struct {
+	AgentID      string
+	ConnectionID string // empty: any connection
+	Port         int
+	Path         string // the path the upstream sees
+}
+
+type AgentRouterOptions struct {
+	Self      string // this edge's advertise_internal URL
+	Tunnels   Tunnels
+	Registry  AgentQuerier
+	Minter    InternalMinter     // nil: no edge-to-edge forwarding
+	Peers     http.RoundTripper  // transport to other edges' internal listeners; nil: built here
+	Wait      time.Duration      // how long a request waits for the agent (default 20 s)
+	Draining  <-chan struct{}    // closed when the edge drains: waiting requests get 503
+	Log       *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// AgentRouter sends requests to agents: through a local tunnel, or to the edge that holds one.
+type AgentRouter struct {
+	o       AgentRouterOptions
+	local   *httputil.ReverseProxy
+	remote  *httputil.ReverseProxy
+	metrics *agentMetrics
+}
+
+func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
+	if o.Tunnels == nil || o.Registry == nil {
+		return nil, errors.New("proxy: agent router needs tunnels and a registry")
+	}
+	if o.Wait <= 0 {
+		o.Wait = 20 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Peers == nil {
+		o.Peers = newTransport(5*time.Second, 0)
+	}
+	m, err := newAgentMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	a := &AgentRouter{o: o, metrics: m}
+	a.local = &httputil.ReverseProxy{
+		Rewrite:      func(pr *httputil.ProxyRequest) { a.rewriteLocal(pr) },
+		Transport:    roundTripFunc(a.localRoundTrip),
+		ErrorHandler: a.errorHandler,
+	}
+	a.remote = &httputil.ReverseProxy{
+		Rewrite:        func(pr *httputil.ProxyRequest) { a.rewriteRemote(pr) },
+		Transport:      o.Peers,
+		ModifyResponse: notHereToError,
+		ErrorHandler:   a.errorHandler,
+	}
+	return a, nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// attempt carries one forwarding attempt's target and outcome through ReverseProxy's hooks.
+type attempt struct {
+	target  AgentTarget
+	holder  string
+	local   http.RoundTripper
+	err     error
+	body    *onceBody
+	written bool
+}
+
+type attemptKey struct{}
+
+func attemptOf(r *http.Request) *attempt { return r.Context().Value(attemptKey{}).(*attempt) }
+
+// Forward sends r to the target agent, waiting up to the configured bound for it to connect.
+func (a *AgentRouter) Forward(w http.ResponseWriter, r *http.Request, t AgentTarget) {
+	start := time.Now()
+	outcome := a.forward(w, r, t)
+	a.metrics.forwards.WithLabelValues(outcome).Inc()
+	a.metrics.duration.Observe(time.Since(start).Seconds())
+}
+
+func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTarget) string {
+	ctx := r.Context()
+	body := &onceBody{r: r.Body}
+	if r.Body == nil || r.Body == http.NoBody {
+		body = nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, a.o.Wait)
+	defer cancel()
+	waited := false
+	for {
+		if rt := a.localTransport(t); rt != nil {
+			at := &attempt{target: t, local: rt, body: body}
+			a.serve(w, r, at, a.local)
+			if !errors.Is(at.err, errNotHere) || (body != nil && body.started()) {
+				if errors.Is(at.err, errNotHere) {
+					a.fail(w, r, t, fmt.Errorf("%w: the tunnel closed mid-request", ErrAgentNotConnected))
+				}
+				a.observeWait(waited, "connected")
+				return "local"
+			}
+			// The tunnel went between lookup and use, before any byte was sent: look again.
+		}
+		conns, err := a.o.Registry.Lookup(ctx, t.AgentID)
+		if err != nil && errors.Is(err, discovery.ErrRegistryUnavailable) {
+			a.fail(w, r, t, ErrRegistryDown)
+			a.observeWait(waited, "registry_unavailable")
+			return "registry_unavailable"
+		}
+		for _, c := range holders(conns, t, a.o.Self) {
+			if a.o.Minter == nil {
+				break
+			}
+			at := &attempt{target: t, holder: c.Edge, body: body}
+			a.serve(w, r, at, a.remote)
+			if !errors.Is(at.err, errNotHere) {
+				a.observeWait(waited, "connected")
+				return "remote"
+			}
+			a.metrics.notHere.Inc()
+			if ferr := a.o.Registry.Forget(ctx, c); ferr != nil {
+				a.o.Log.Warn("could not drop a stale registry entry", "agent_id", t.AgentID, "edge", c.Edge, "error", ferr)
+			}
+			if body != nil && body.started() {
+				// The holder read part of the body before it said "not here": the request
+				// cannot be sent again.
+				a.fail(w, r, t, fmt.Errorf("%w: the holder went away mid-request", ErrAgentNotConnected))
+				return "not_here_after_body"
+			}
+		}
+		waited = true
+		_, err = a.o.Registry.Wait(waitCtx, t.AgentID)
+		switch {
+		case err == nil:
+			continue
+		case a.draining():
+			a.fail(w, r, t, ErrDraining)
+			a.observeWait(waited, "draining")
+			return "draining"
+		case ctx.Err() != nil:
+			a.observeWait(waited, "client_gone")
+			return "client_gone"
+		case errors.Is(err, discovery.ErrRegistryUnavailable):
+			a.fail(w, r, t, ErrRegistryDown)
+			a.observeWait(waited, "registry_unavailable")
+			return "registry_unavailable"
+		case waitCtx.Err() != nil:
+			a.fail(w, r, t, ErrAgentNotConnected)
+			a.observeWait(waited, "timeout")
+			return "timeout"
+		default:
+			a.fail(w, r, t, fmt.Errorf("%w: %w", ErrRegistryDown, err))
+			a.observeWait(waited, "error")
+			return "error"
+		}
+	}
+}
+
+func (a *AgentRouter) draining() bool {
+	select {
+	case <-a.o.Draining:
+		return true
+	default:
+		return false
+	}
+}
+
+func (a *AgentRouter) observeWait(waited bool, outcome string) {
+	if waited {
+		a.metrics.waits.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (a *AgentRouter) localTransport(t AgentTarget) http.RoundTripper {
+	if t.ConnectionID != "" {
+		return a.o.Tunnels.ConnTransport(t.AgentID, t.ConnectionID)
+	}
+	return a.o.Tunnels.Transport(t.AgentID)
+}
+
+// holders are the other edges that hold the target, one entry per edge.
+func holders(conns []discovery.ConnInfo, t AgentTarget, self string) []discovery.ConnInfo {
+	var out []discovery.ConnInfo
+	seen := map[string]bool{}
+	for _, c := range conns {
+		if c.Edge == self || c.Edge == "" || seen[c.Edge] {
+			continue
+		}
+		if t.ConnectionID != "" && c.ConnectionID != t.ConnectionID {
+			continue
+		}
+		seen[c.Edge] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+func (a *AgentRouter) serve(w http.ResponseWriter, r *http.Request, at *attempt, rp *httputil.ReverseProxy) {
+	r2 := r.WithContext(context.WithValue(r.Context(), attemptKey{}, at))
+	if at.body != nil {
+		r2.Body = at.body
+	}
+	rp.ServeHTTP(w, r2)
+}
+
+func (a *AgentRouter) rewriteLocal(pr *httputil.ProxyRequest) {
+	at := attemptOf(pr.In)
+	pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "agent"
+	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, ""
+	pr.Out.Host = pr.In.Host
+	pr.SetXForwarded()
+	stripEdgeHeaders(pr.Out.Header)
+	pr.Out.Header.Del("Authorization")
+	pr.Out.Header.Set(HeaderPort, strconv.Itoa(at.target.Port))
+}
+
+func (a *AgentRouter) localRoundTrip(r *http.Request) (*http.Response, error) {
+	return attemptOf(r).local.RoundTrip(r)
+}
+
+func (a *AgentRouter) rewriteRemote(pr *httputil.ProxyRequest) {
+	at := attemptOf(pr.In)
+	u, err := url.Parse(at.holder)
+	if err != nil {
+		return
+	}
+	pr.Out.URL.Scheme, pr.Out.URL.Host = u.Scheme, u.Host
+	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, ""
+	pr.Out.Host = pr.In.Host
+	pr.SetXForwarded()
+	stripEdgeHeaders(pr.Out.Header)
+	h := pr.Out.Header
+	token, err := a.o.Minter.Mint(at.target.AgentID, time.Now())
+	if err != nil {
+		a.o.Log.Error("cannot sign an internal token", "error", err)
+	}
+	h.Set("Authorization", "Bearer "+token)
+	h.Set(HeaderAgentID, at.target.AgentID)
+	h.Set(HeaderPort, strconv.Itoa(at.target.Port))
+	h.Set(HeaderHop, "1")
+	if at.target.ConnectionID != "" {
+		h.Set(HeaderConnectionID, at.target.ConnectionID)
+	}
+	// Ask before sending the body, so a holder that says "not here" has read none of it
+	// and the entry edge may try another.
+	if pr.Out.ContentLength != 0 {
+		h.Set("Expect", "100-continue")
+	}
+}
+
+func notHereToError(resp *http.Response) error {
+	if resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(HeaderNotHere) != "" {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return errNotHere
+	}
+	return nil
+}
+
+// errorHandler records "not here" for Forward to retry; anything else is answered.
+func (a *AgentRouter) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	at := attemptOf(r)
+	if errors.Is(err, tunnel.ErrAgentNotConnected) || errors.Is(err, tunnel.ErrConnectionGone) {
+		err = fmt.Errorf("%w: %w", errNotHere, err)
+	}
+	at.err = err
+	if errors.Is(err, errNotHere) {
+		return
+	}
+	if r.Context().Err() != nil {
+		err = r.Context().Err()
+	}
+	a.fail(w, r, at.target, err)
+}
+
+func (a *AgentRouter) fail(w http.ResponseWriter, r *http.Request, t AgentTarget, err error) {
+	status, cause := statusOf(err)
+	msg := fmt.Sprintf("agent %s: %s", t.AgentID, err)
+	switch status {
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "5")
+	case http.StatusGatewayTimeout:
+		if errors.Is(err, ErrAgentNotConnected) {
+			msg = fmt.Sprintf("agent %s is not connected (waited %s)", t.AgentID, a.o.Wait)
+		}
+	}
+	if status != statusClientClosed {
+		a.o.Log.Info("agent request failed", "agent_id", t.AgentID, "status", status, "cause", cause, "error", err)
+	}
+	writeError(w, status, cause, msg)
+}
+
+// onceBody lets the entry edge tell whether any byte of a body was read, and keeps the body
+// open across attempts (the transport closes what it was given).
+type onceBody struct {
+	r    io.ReadCloser
+	read atomic.Bool
+}
+
+func (b *onceBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.read.Store(true)
+	}
+	return n, err
+}
+
+func (b *onceBody) Close() error { return nil }
+
+func (b *onceBody) started() bool { return b.read.Load() }

@@ -1,0 +1,196 @@
+package tunnel
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// ConnInfo describes one agent connection, as the API for GitLab lists it (the caller adds the
+// holding edge's URL).
+type ConnInfo struct {
+	AgentID      string `json:"agent_id"`
+	ProjectID    string `json:"project_id,omitempty"`
+	ConnectionID string `json:"connection_id"`
+	AgentInfo
+	ConnectedAt time.Time `json:"connected_at"`
+	RemoteAddr  string    `json:"-"`
+}
+
+// Conn is one agent connection held by this edge.
+type Conn struct {
+	info      ConnInfo
+	server    *Server
+	session   *yamux.Session
+	transport *http.Transport
+	done      chan struct{} // closed once the session is closed and c forgotten
+
+	// guarded by server.mu
+	entry    *agentEntry
+	draining bool
+	inflight int
+
+	ctrlMu    sync.Mutex
+	ctrl      *control
+	drainSent bool // the drain message is owed or sent
+}
+
+// Info describes the connection.
+func (c *Conn) Info() ConnInfo { return c.info }
+
+// ID is the connection id, random per connection.
+func (c *Conn) ID() string { return c.info.ConnectionID }
+
+// AgentID is the verified agent id.
+func (c *Conn) AgentID() string { return c.info.AgentID }
+
+// Done is closed when the connection has ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Close ends the connection at once, requests in flight included (the agent reconnects).
+func (c *Conn) Close() error { return c.session.Close() }
+
+// Transport sends requests through this connection only (for a caller that names it).
+func (c *Conn) Transport() http.RoundTripper { return &roundTripper{s: c.server, conn: c} }
+
+func (s *Server) newConn(id Identity, info AgentInfo, remote string) *Conn {
+	c := &Conn{
+		info: ConnInfo{
+			AgentID:      id.AgentID,
+			ProjectID:    id.ProjectID,
+			ConnectionID: rand.Text(),
+			AgentInfo:    info,
+			ConnectedAt:  time.Now().UTC(),
+			RemoteAddr:   remote,
+		},
+		server: s,
+		done:   make(chan struct{}),
+	}
+	c.transport = &http.Transport{
+		DialContext:           c.openStream,
+		DisableCompression:    true, // the caller's Accept-Encoding passes as it is
+		MaxIdleConnsPerHost:   s.opts.MaxIdleStreams,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ReadBufferSize:        32 << 10,
+		WriteBufferSize:       32 << 10,
+	}
+	return c
+}
+
+func (c *Conn) openStream(context.Context, string, string) (net.Conn, error) {
+	st, err := c.session.OpenStream()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errOpenStream, err)
+	}
+	return st, nil
+}
+
+// upgrade answers 101 on the hijacked connection and starts the yamux session on it.
+func (s *Server) upgrade(netConn net.Conn, brw *bufio.ReadWriter, c *Conn) error {
+	// The server may have set deadlines for reading the request; the session has its own keep-alive.
+	if err := netConn.SetDeadline(time.Time{}); err != nil {
+		return err
+	}
+	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n\r\n",
+		UpgradeToken, ConnectionIDHeader, c.info.ConnectionID)
+	if err := brw.Flush(); err != nil {
+		return err
+	}
+	var rwc net.Conn = netConn
+	if brw.Reader.Buffered() > 0 {
+		rwc = &bufferedConn{Conn: netConn, r: brw.Reader}
+	}
+	session, err := yamux.Server(rwc, s.yamux)
+	if err != nil {
+		return err
+	}
+	c.session = session
+	return nil
+}
+
+// bufferedConn reads what the HTTP server had already buffered before the connection itself.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// serveControl accepts the agent's control stream (the only stream an agent opens) and follows
+// its messages.
+func (c *Conn) serveControl() {
+	defer c.server.wg.Done()
+	for {
+		st, err := c.session.AcceptStream()
+		if err != nil {
+			return
+		}
+		c.ctrlMu.Lock()
+		if c.ctrl != nil {
+			c.ctrlMu.Unlock()
+			st.Close()
+			continue
+		}
+		c.ctrl = &control{stream: st}
+		owed := c.drainSent
+		c.ctrlMu.Unlock()
+		if owed {
+			c.ctrl.send(msgDrain)
+		}
+		c.server.wg.Add(1)
+		go c.receiveControl()
+	}
+}
+
+func (c *Conn) receiveControl() {
+	defer c.server.wg.Done()
+	c.ctrl.receive(func(typ string) {
+		if typ == msgDrain {
+			c.server.log.Info("agent asks to drain its connection", "agent_id", c.info.AgentID, "connection_id", c.info.ConnectionID)
+			c.retire()
+		}
+	})
+}
+
+// wait forgets c when its session ends.
+func (c *Conn) wait() {
+	defer c.server.wg.Done()
+	<-c.session.CloseChan()
+	c.transport.CloseIdleConnections()
+	c.server.forget(c)
+	close(c.done)
+}
+
+// sendDrain tells the agent to connect again, now or as soon as its control stream is there.
+func (c *Conn) sendDrain() {
+	c.ctrlMu.Lock()
+	ctrl, owed := c.ctrl, !c.drainSent
+	c.drainSent = true
+	c.ctrlMu.Unlock()
+	if ctrl != nil && owed {
+		ctrl.send(msgDrain)
+	}
+}
+
+// retire stops new requests on c and closes it once those in flight are done.
+func (c *Conn) retire() {
+	s := c.server
+	s.mu.Lock()
+	was := s.deactivate(c)
+	idle := c.inflight == 0
+	s.mu.Unlock()
+	if was {
+		s.disconnected(c)
+	}
+	if idle {
+		c.session.Close()
+	}
+}

@@ -1,0 +1,326 @@
+package tunnel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Identity is who a verified agent token names. AgentID is never taken from anything else.
+type Identity struct {
+	AgentID   string
+	ProjectID string
+}
+
+// ServerOptions configure the edge side. Only Verify is required.
+type ServerOptions struct {
+	// Verify checks an agent token (the caller's verifier: aud edge-agent, pinned keys). Any error
+	// answers 401; the error is logged, the token never is.
+	Verify func(ctx context.Context, token string) (Identity, error)
+	// OnConnect is called once a connection is up, before it takes requests; OnDisconnect once it
+	// stops taking new ones (the agent or this edge drains it, or it broke), while requests in
+	// flight may still finish on it. Each is called once per connection, OnConnect first, and
+	// synchronously: keep them short (no network I/O under a lock the request path takes).
+	OnConnect    func(*Conn)
+	OnDisconnect func(*Conn)
+	// MaxStreamsPerAgent bounds requests in flight per agent, over all its connections; beyond it
+	// RoundTrip fails with ErrTooManyStreams. 0 means DefaultMaxStreamsPerAgent, negative no bound.
+	MaxStreamsPerAgent int
+	// MaxIdleStreams is how many idle streams per connection are kept for reuse (default 16).
+	MaxIdleStreams int
+	// StreamWindow is the yamux receive window per stream (default DefaultStreamWindow).
+	StreamWindow uint32
+	// KeepAlive is the yamux ping interval (default DefaultKeepAlive).
+	KeepAlive time.Duration
+	Logger    *slog.Logger
+	Metrics   prometheus.Registerer // nil: metrics are not registered
+}
+
+// Server is the edge side: ServeHTTP accepts agents at ConnectPath; Transport reaches them.
+type Server struct {
+	opts    ServerOptions
+	log     *slog.Logger
+	metrics *serverMetrics
+	yamux   *yamux.Config
+
+	mu      sync.Mutex
+	closing bool
+	agents  map[string]*agentEntry // by agent id, while the agent has a live connection
+	live    map[*Conn]struct{}     // every connection whose session is open, draining or not
+	wg      sync.WaitGroup
+}
+
+// agentEntry is one agent's connections that take requests, and its requests in flight.
+type agentEntry struct {
+	conns    []*Conn // not draining
+	live     int     // connections with an open session, draining or not
+	next     int     // round robin
+	inflight int
+}
+
+// NewServer checks the options and fills in defaults.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if opts.Verify == nil {
+		return nil, errors.New("tunnel: ServerOptions.Verify is required")
+	}
+	if opts.MaxStreamsPerAgent == 0 {
+		opts.MaxStreamsPerAgent = DefaultMaxStreamsPerAgent
+	}
+	if opts.MaxIdleStreams <= 0 {
+		opts.MaxIdleStreams = 16
+	}
+	if opts.StreamWindow == 0 {
+		opts.StreamWindow = DefaultStreamWindow
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newServerMetrics(opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	cfg := yamuxConfig(opts.StreamWindow, opts.KeepAlive, opts.Logger)
+	if err := yamux.VerifyConfig(cfg); err != nil {
+		return nil, fmt.Errorf("tunnel: %w", err)
+	}
+	return &Server{
+		opts:    opts,
+		log:     opts.Logger,
+		metrics: m,
+		yamux:   cfg,
+		agents:  make(map[string]*agentEntry),
+		live:    make(map[*Conn]struct{}),
+	}, nil
+}
+
+// ServeHTTP accepts an agent connection (mount it at ConnectPath). The token is verified before
+// anything else is read; the session outlives the handler, which returns after the upgrade.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isUpgrade(r.Header) {
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", UpgradeToken)
+		s.refuse(w, http.StatusUpgradeRequired, "bad_request", "expected Connection: Upgrade and Upgrade: "+UpgradeToken)
+		return
+	}
+	if s.isClosing() {
+		w.Header().Set("Retry-After", "1")
+		s.refuse(w, http.StatusServiceUnavailable, "draining", "edge is draining, connect again")
+		return
+	}
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		s.refuse(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
+		return
+	}
+	id, err := s.opts.Verify(r.Context(), token)
+	if err != nil || id.AgentID == "" {
+		s.log.Info("agent token refused", "remote", r.RemoteAddr, "err", err)
+		s.refuse(w, http.StatusUnauthorized, "unauthorized", "invalid agent token")
+		return
+	}
+	info, err := parseInfoHeader(r.Header.Get(InfoHeader))
+	if err != nil {
+		s.refuse(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	netConn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// HTTP/2 has no Upgrade: the agent speaks HTTP/1.1, so a proxy in between turned it.
+		s.refuse(w, http.StatusHTTPVersionNotSupported, "error", "connection cannot be upgraded (needs HTTP/1.1 end to end)")
+		return
+	}
+	c := s.newConn(id, info, r.RemoteAddr)
+	if err := s.upgrade(netConn, brw, c); err != nil {
+		netConn.Close()
+		s.metrics.connects.WithLabelValues("error").Inc()
+		s.log.Warn("agent upgrade failed", "agent_id", id.AgentID, "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	s.metrics.connects.WithLabelValues("ok").Inc()
+	s.log.Info("agent connected", "agent_id", id.AgentID, "connection_id", c.info.ConnectionID,
+		"version", info.Version, "pod", info.PodNamespace+"/"+info.PodName, "remote", r.RemoteAddr)
+	s.start(c)
+}
+
+func (s *Server) refuse(w http.ResponseWriter, status int, result, msg string) {
+	s.metrics.connects.WithLabelValues(result).Inc()
+	writeJSONError(w, status, msg)
+}
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// start makes c visible and runs it. OnConnect runs first, so that no OnDisconnect can come
+// before it.
+func (s *Server) start(c *Conn) {
+	if s.opts.OnConnect != nil {
+		s.opts.OnConnect(c)
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		c.session.Close()
+		if s.opts.OnDisconnect != nil {
+			s.opts.OnDisconnect(c)
+		}
+		close(c.done)
+		return
+	}
+	e := s.agents[c.info.AgentID]
+	if e == nil {
+		e = &agentEntry{}
+		s.agents[c.info.AgentID] = e
+	}
+	e.conns = append(e.conns, c)
+	e.live++
+	c.entry = e
+	s.live[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+	s.metrics.connections.Inc()
+	go c.serveControl()
+	go c.wait()
+}
+
+// deactivate takes c out of the table of connections that take requests; it reports whether c
+// was in it (so OnDisconnect runs once). Called with s.mu held.
+func (s *Server) deactivate(c *Conn) bool {
+	if c.draining {
+		return false
+	}
+	c.draining = true
+	e := c.entry
+	for i, x := range e.conns {
+		if x == c {
+			e.conns = append(e.conns[:i], e.conns[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+func (s *Server) disconnected(c *Conn) {
+	s.metrics.connections.Dec()
+	s.log.Info("agent connection stops taking requests", "agent_id", c.info.AgentID, "connection_id", c.info.ConnectionID)
+	if s.opts.OnDisconnect != nil {
+		s.opts.OnDisconnect(c)
+	}
+}
+
+// forget drops c once its session is closed.
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	was := s.deactivate(c)
+	delete(s.live, c)
+	if c.entry.live--; c.entry.live == 0 && s.agents[c.info.AgentID] == c.entry {
+		delete(s.agents, c.info.AgentID)
+	}
+	s.mu.Unlock()
+	if was {
+		s.disconnected(c)
+	}
+}
+
+// Lookup gives the agent's connections that take requests.
+func (s *Server) Lookup(agentID string) []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.agents[agentID]; e != nil {
+		return append([]*Conn(nil), e.conns...)
+	}
+	return nil
+}
+
+// Conn gives one connection of the agent by id, or nil if it is not taking requests.
+func (s *Server) Conn(agentID, connectionID string) *Conn {
+	for _, c := range s.Lookup(agentID) {
+		if c.info.ConnectionID == connectionID {
+			return c
+		}
+	}
+	return nil
+}
+
+// Conns gives every connection that takes requests (for re-registering them all).
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []*Conn
+	for _, e := range s.agents {
+		all = append(all, e.conns...)
+	}
+	return all
+}
+
+// Drain stops accepting agents, asks every connected agent to connect again (elsewhere), and
+// closes each connection once its requests in flight are done. When ctx ends first, the rest are
+// closed at once and ctx's error returned.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*Conn, 0, len(s.live))
+	for c := range s.live {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		go func() {
+			c.sendDrain()
+			c.retire()
+		}()
+	}
+	for _, c := range conns {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			s.Close()
+			return fmt.Errorf("tunnel: drain: %w", ctx.Err())
+		}
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// Close stops accepting agents and closes every connection at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*Conn, 0, len(s.live))
+	for c := range s.live {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.session.Close()
+	}
+	s.wg.Wait()
+	return nil
+}

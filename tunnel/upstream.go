@@ -1,0 +1,112 @@
+package tunnel
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"time"
+)
+
+// AllowPorts maps each port to 127.0.0.1:<port>, the default upstream of an agent.
+func AllowPorts(ports ...int) map[int]string {
+	m := make(map[int]string, len(ports))
+	for _, p := range ports {
+		m[p] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return m
+}
+
+type upstreamKey struct{}
+
+// upstreamHandler serves the requests that arrive through the tunnel: it checks the port the
+// request names against the allow-list and proxies it there, without the edge's headers.
+type upstreamHandler struct {
+	upstreams map[int]string
+	proxy     *httputil.ReverseProxy
+	log       *slog.Logger
+	metrics   *agentMetrics
+}
+
+func newUpstreamHandler(upstreams map[int]string, log *slog.Logger, m *agentMetrics) *upstreamHandler {
+	h := &upstreamHandler{upstreams: upstreams, log: log, metrics: m}
+	h.proxy = &httputil.ReverseProxy{
+		Rewrite: rewriteUpstream,
+		Transport: &http.Transport{
+			Proxy:                 nil, // upstreams are local: never through an environment proxy
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DisableCompression:    true,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		ErrorHandler: h.upstreamError,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return h
+}
+
+func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.metrics.streams.Inc()
+	defer h.metrics.streams.Dec()
+	port, ok := parsePort(r.Header.Get(PortHeader))
+	if !ok {
+		h.metrics.requests.WithLabelValues("bad_request").Inc()
+		writeJSONError(w, http.StatusBadRequest, "missing or bad "+PortHeader+" header")
+		return
+	}
+	addr, ok := h.upstreams[port]
+	if !ok {
+		h.metrics.requests.WithLabelValues("forbidden").Inc()
+		writeJSONError(w, http.StatusForbidden, fmt.Sprintf("port %d is not allowed by the agent", port))
+		return
+	}
+	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
+}
+
+func (h *upstreamHandler) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the edge (its client) went away: nobody to answer
+	}
+	h.metrics.requests.WithLabelValues("upstream_error").Inc()
+	h.log.Info("upstream request failed", "upstream", r.Context().Value(upstreamKey{}), "err", err)
+	writeJSONError(w, http.StatusBadGateway, "agent could not reach its upstream")
+}
+
+func rewriteUpstream(pr *httputil.ProxyRequest) {
+	pr.Out.URL.Scheme = "http"
+	pr.Out.URL.Host = pr.In.Context().Value(upstreamKey{}).(string)
+	// The Host header stays the one the client sent. X-Forwarded-* were set by the edge, which is
+	// trusted here: keep them (ReverseProxy removes them before Rewrite).
+	for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v, ok := pr.In.Header[k]; ok {
+			pr.Out.Header[k] = v
+		}
+	}
+	for k := range pr.Out.Header {
+		if isEdgeHeader(k) {
+			delete(pr.Out.Header, k)
+		}
+	}
+	pr.Out.Header.Del("Authorization")
+}
+
+// parsePort accepts 1 to 65535 in plain decimal.
+func parsePort(s string) (int, bool) {
+	if s == "" || len(s) > 5 || s[0] == '0' {
+		return 0, false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+	}
+	p, err := strconv.Atoi(s)
+	if err != nil || p > 65535 {
+		return 0, false
+	}
+	return p, true
+}
