@@ -67,14 +67,14 @@ type AgentTarget struct {
 }
 
 type AgentRouterOptions struct {
-	Self      string // this edge's advertise_internal URL
-	Tunnels   Tunnels
-	Registry  AgentQuerier
-	Minter    InternalMinter     // nil: no edge-to-edge forwarding
-	Peers     http.RoundTripper  // transport to other edges' internal listeners; nil: built here
-	Wait      time.Duration      // how long a request waits for the agent (default 20 s)
-	Draining  <-chan struct{}    // closed when the edge drains: waiting requests get 503
-	Log       *slog.Logger
+	Self       string // this edge's advertise_internal URL
+	Tunnels    Tunnels
+	Registry   AgentQuerier
+	Minter     InternalMinter    // nil: no edge-to-edge forwarding
+	Peers      http.RoundTripper // transport to other edges' internal listeners; nil: built here
+	Wait       time.Duration     // how long a request waits for the agent (default 20 s)
+	Draining   <-chan struct{}   // closed when the edge drains: waiting requests get 503
+	Log        *slog.Logger
 	Registerer prometheus.Registerer
 }
 

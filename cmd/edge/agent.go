@@ -117,4 +117,3 @@ func agentUpstreams(ports, maps []string) (map[int]string, error) {
 	}
 	return out, nil
 }
-

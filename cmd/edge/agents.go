@@ -77,8 +77,8 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 			// slow readers can make this edge buffer to 1 GiB per agent at the stream cap.
 			StreamWindow:       4 << 20,
 			MaxStreamsPerAgent: 256,
-			Logger:       log,
-			Metrics:      reg,
+			Logger:             log,
+			Metrics:            reg,
 		})
 		if err != nil {
 			return nil, err

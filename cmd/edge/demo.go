@@ -182,4 +182,3 @@ curl -s %[6]s/readyz
 Ctrl-C stops everything.
 `, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops)
 }
-

@@ -22,17 +22,44 @@ import (
 
 // edgeConfig is the part of edge's YAML config the tests write.
 type edgeConfig struct {
-	Listen   listenConfig   `yaml:"listen"`
-	Cells    []cellConfig   `yaml:"cells"`
-	Routing  routingConfig  `yaml:"routing,omitempty"`
-	Tokens   tokensConfig   `yaml:"tokens"`
-	Shutdown shutdownConfig `yaml:"shutdown,omitempty"`
-	Log      logConfig      `yaml:"log,omitempty"`
+	Listen    listenConfig    `yaml:"listen"`
+	Cells     []cellConfig    `yaml:"cells"`
+	Routing   routingConfig   `yaml:"routing,omitempty"`
+	Tokens    tokensConfig    `yaml:"tokens"`
+	Registry  *registryConfig `yaml:"registry,omitempty"`
+	Internal  *secretConfig   `yaml:"internal,omitempty"`
+	Agents    *agentsConfig   `yaml:"agents,omitempty"`
+	GitLabAPI *secretConfig   `yaml:"gitlab_api,omitempty"`
+	Shutdown  shutdownConfig  `yaml:"shutdown,omitempty"`
+	Log       logConfig       `yaml:"log,omitempty"`
 }
 
 type listenConfig struct {
-	Public string `yaml:"public"`
-	Ops    string `yaml:"ops"`
+	Public            string `yaml:"public"`
+	Ops               string `yaml:"ops"`
+	Internal          string `yaml:"internal,omitempty"`
+	AdvertiseInternal string `yaml:"advertise_internal,omitempty"`
+}
+
+type registryConfig struct {
+	Redis   redisConfig `yaml:"redis"`
+	TTL     string      `yaml:"ttl,omitempty"`
+	Refresh string      `yaml:"refresh,omitempty"`
+}
+
+type redisConfig struct {
+	Addr      string `yaml:"addr"`
+	KeyPrefix string `yaml:"key_prefix,omitempty"`
+}
+
+// secretConfig is the internal and gitlab_api sections: a file holding a shared secret.
+type secretConfig struct {
+	SecretFile string `yaml:"secret_file"`
+}
+
+type agentsConfig struct {
+	Keys []keyConfig `yaml:"keys"`
+	Wait string      `yaml:"wait,omitempty"`
 }
 
 type cellConfig struct {
@@ -63,7 +90,7 @@ type jobJWTConfig struct {
 }
 
 type keyConfig struct {
-	KID  string `yaml:"kid"`
+	KID  string `yaml:"kid,omitempty"`
 	Alg  string `yaml:"alg"`
 	File string `yaml:"file"`
 }
@@ -77,22 +104,60 @@ type logConfig struct {
 	Format string `yaml:"format,omitempty"`
 }
 
-// edgeProc is a running `edge serve`.
-type edgeProc struct {
-	PublicURL  string
-	OpsURL     string
-	ConfigPath string
-	cmd        *exec.Cmd
-	out        *cappedBuffer
-	exited     chan struct{}
-	waitErr    error
+// process is a child process (edge serve, edge agent, redis-server) whose output is kept and
+// printed if the test fails.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	out     *cappedBuffer
+	exited  chan struct{}
+	waitErr error
 }
 
-// startEdge writes cfg (listen addresses are filled in) and runs `edge serve` until the test
-// ends; it returns once /readyz answers 200. The process's output is printed if the test fails.
+// startProcess starts cmd and stops it (SIGTERM, then SIGKILL) when the test ends.
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	p := &process{name: name, cmd: cmd, out: &cappedBuffer{max: 4 << 20}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.out.String())
+		}
+	})
+	return p
+}
+
+// edgeProc is a running `edge serve`.
+type edgeProc struct {
+	*process
+	PublicURL   string
+	OpsURL      string
+	InternalURL string // empty without listen.internal
+	ConfigPath  string
+}
+
+// startEdge writes cfg (empty public and ops addresses are filled in; advertise_internal
+// defaults to listen.internal) and runs `edge serve` until the test ends; it returns once
+// /readyz answers 200. The process's output is printed if the test fails.
 func startEdge(t *testing.T, cfg edgeConfig) *edgeProc {
 	t.Helper()
-	cfg.Listen = listenConfig{Public: freeAddr(t), Ops: freeAddr(t)}
+	if cfg.Listen.Public == "" {
+		cfg.Listen.Public = freeAddr(t)
+	}
+	if cfg.Listen.Ops == "" {
+		cfg.Listen.Ops = freeAddr(t)
+	}
+	if cfg.Listen.Internal != "" && cfg.Listen.AdvertiseInternal == "" {
+		cfg.Listen.AdvertiseInternal = "http://" + cfg.Listen.Internal
+	}
 	if cfg.Shutdown.Grace == "" {
 		cfg.Shutdown.Grace = "5s"
 	}
@@ -101,27 +166,12 @@ func startEdge(t *testing.T, cfg edgeConfig) *edgeProc {
 	}
 	path := writeConfig(t, cfg)
 	e := &edgeProc{
-		PublicURL:  "http://" + cfg.Listen.Public,
-		OpsURL:     "http://" + cfg.Listen.Ops,
-		ConfigPath: path,
-		out:        &cappedBuffer{max: 4 << 20},
-		exited:     make(chan struct{}),
+		PublicURL:   "http://" + cfg.Listen.Public,
+		OpsURL:      "http://" + cfg.Listen.Ops,
+		InternalURL: cfg.Listen.AdvertiseInternal,
+		ConfigPath:  path,
 	}
-	e.cmd = exec.Command(edgeBinaryPath(), "serve", "--config", path)
-	e.cmd.Stdout, e.cmd.Stderr = e.out, e.out
-	if err := e.cmd.Start(); err != nil {
-		t.Fatalf("start edge: %v", err)
-	}
-	go func() {
-		e.waitErr = e.cmd.Wait()
-		close(e.exited)
-	}()
-	t.Cleanup(func() {
-		e.stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("edge output (%s):\n%s", path, e.out.String())
-		}
-	})
+	e.process = startProcess(t, "edge ("+path+")", exec.Command(edgeBinaryPath(), "serve", "--config", path))
 	if err := e.waitReady(20 * time.Second); err != nil {
 		t.Fatalf("edge not ready: %v", err)
 	}
@@ -166,41 +216,47 @@ func (e *edgeProc) waitReady(timeout time.Duration) error {
 }
 
 // stop sends SIGTERM and kills the process if it has not exited after timeout.
-func (e *edgeProc) stop(timeout time.Duration) {
+func (p *process) stop(timeout time.Duration) {
 	select {
-	case <-e.exited:
+	case <-p.exited:
 		return
 	default:
 	}
-	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-e.exited:
+	case <-p.exited:
 	case <-time.After(timeout):
-		_ = e.cmd.Process.Kill()
-		<-e.exited
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 
+// kill sends SIGKILL (nothing is cleaned up, as when a machine dies) and waits for the exit.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
 // wait waits for the process to exit and returns its exit code.
-func (e *edgeProc) wait(timeout time.Duration) (int, error) {
+func (p *process) wait(timeout time.Duration) (int, error) {
 	select {
-	case <-e.exited:
+	case <-p.exited:
 	case <-time.After(timeout):
-		return -1, fmt.Errorf("edge still running after %v", timeout)
+		return -1, fmt.Errorf("%s still running after %v", p.name, timeout)
 	}
 	var exit *exec.ExitError
-	if errors.As(e.waitErr, &exit) {
+	if errors.As(p.waitErr, &exit) {
 		return exit.ExitCode(), nil
 	}
-	if e.waitErr != nil {
-		return -1, e.waitErr
+	if p.waitErr != nil {
+		return -1, p.waitErr
 	}
 	return 0, nil
 }
 
 // memKB reads a field such as VmRSS or VmHWM (in kB) from /proc/<pid>/status.
-func (e *edgeProc) memKB(field string) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+func (p *process) memKB(field string) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, fmt.Errorf("proc status: %w", err)
 	}
@@ -217,7 +273,7 @@ func (e *edgeProc) memKB(field string) (int64, error) {
 		}
 		return v, nil
 	}
-	return 0, fmt.Errorf("%s not in /proc/%d/status", field, e.cmd.Process.Pid)
+	return 0, fmt.Errorf("%s not in /proc/%d/status", field, p.cmd.Process.Pid)
 }
 
 // freeAddr picks a free loopback port by listening on port 0 and closing.
