@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExamplesPassCheck keeps every example config valid as the config grows.
+func TestExamplesPassCheck(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example configs found: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{"check", "--config", f}, strings.NewReader(""), &stdout, &stderr)
+			if err != nil || !strings.Contains(stdout.String(), ": ok") {
+				t.Errorf("edge check %s: %v\n%s%s", f, err, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+func TestCheckRefusesBadConfigWithExit2(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	writeFile(t, bad, "listen: {publik: ':1'}\ncells: []\n")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"check", "--config", bad}, strings.NewReader(""), &stdout, &stderr)
+	if code := exitCode(err, &stderr); code != 2 {
+		t.Fatalf("exit code %d, want 2 (%v)", code, err)
+	}
+	for _, want := range []string{"bad.yaml:1: listen.publik", "bad.yaml:2: cells: no cells"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems %q lack %q", err, want)
+		}
+	}
+}
