@@ -73,11 +73,13 @@ func (r *registry) checkHealth(ctx context.Context) bool {
 }
 
 // probeTarget picks an agent (map order makes it random) whose latest state is in the store.
+// Agents with a connection in its unregister debounce are left out: other edges may rightly
+// have forgotten that connection, and a rewrite would bring it back.
 func (r *registry) probeTarget() (agentID string, gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, a := range r.held {
-		if len(a.conns) > 0 && a.written == a.gen {
+		if len(a.conns) > 0 && len(a.leaving) == 0 && a.written == a.gen {
 			return id, a.gen
 		}
 	}

@@ -183,8 +183,15 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 				return "remote"
 			}
 			a.metrics.notHere.Inc()
-			if ferr := a.o.Registry.Forget(ctx, c); ferr != nil {
-				a.o.Log.Warn("could not drop a stale registry entry", "agent_id", t.AgentID, "edge", c.Edge, "error", ferr)
+			// The holder has none of the agent's connections: forget all it was listed with,
+			// so no request takes another hop to learn the same thing.
+			for _, stale := range conns {
+				if stale.Edge != c.Edge {
+					continue
+				}
+				if ferr := a.o.Registry.Forget(ctx, stale); ferr != nil {
+					a.o.Log.Warn("could not drop a stale registry entry", "agent_id", t.AgentID, "edge", c.Edge, "error", ferr)
+				}
 			}
 			if body != nil && body.started() {
 				// The holder read part of the body before it said "not here": the request

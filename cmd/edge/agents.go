@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ type agentParts struct {
 	gitlabAPI http.Handler // nil without gitlab_api
 	events    chan registryEvent
 	draining  chan struct{}
+	running   sync.WaitGroup
 	log       *slog.Logger
 }
 
@@ -40,6 +42,7 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 	opts := discovery.RegistryOptions{Self: cfg.Listen.AdvertiseInternal, Registerer: reg}
 	if r := cfg.Registry; r != nil {
 		opts.TTL, opts.Refresh = r.TTL.Duration, r.Refresh.Duration
+		redis.SetLogger(redisLogger{log})
 		a.redis = redis.NewUniversalClient(&redis.UniversalOptions{
 			Addrs: r.Redis.Addresses(), MasterName: r.Redis.MasterName, Username: r.Redis.Username,
 			Password: string(r.Redis.Password), DB: r.Redis.DB,
@@ -149,12 +152,12 @@ func connInfo(c *tunnel.Conn) discovery.ConnInfo {
 
 // run keeps the registry in step with the tunnels, in connect order, off the request path.
 func (a *agentParts) run(ctx context.Context) {
-	go func() {
+	a.running.Go(func() {
 		if err := a.registry.Run(ctx); err != nil {
 			a.log.Error("registry stopped", "error", err)
 		}
-	}()
-	go func() {
+	})
+	a.running.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
@@ -172,7 +175,7 @@ func (a *agentParts) run(ctx context.Context) {
 				}
 			}
 		}
-	}()
+	})
 }
 
 // drainRegistry is the first step of a drain: other edges stop sending here, and requests
@@ -194,10 +197,12 @@ func (a *agentParts) drainTunnels(ctx context.Context) {
 	}
 }
 
+// close ends the tunnels and, once the registry's loops have returned, its Redis client.
 func (a *agentParts) close() {
 	if a.tunnels != nil {
 		a.tunnels.Close()
 	}
+	a.running.Wait()
 	if a.redis != nil {
 		a.redis.Close()
 	}
@@ -224,3 +229,12 @@ type noTunnels struct{}
 
 func (noTunnels) Transport(string) http.RoundTripper             { return nil }
 func (noTunnels) ConnTransport(string, string) http.RoundTripper { return nil }
+
+// redisLogger sends go-redis's own messages (dial failures while Redis is down) to the structured
+// log instead of standard error. go-redis keeps its logger in a package variable, so only the
+// binary sets it.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...), "component", "go-redis")
+}

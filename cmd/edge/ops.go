@@ -16,7 +16,7 @@ type health struct {
 	draining atomic.Bool
 }
 
-func opsHandler(reg *prometheus.Registry, h *health) http.Handler {
+func opsHandler(reg *prometheus.Registry, h *health, registryHealthy func() bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +34,9 @@ func opsHandler(reg *prometheus.Registry, h *health) http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, `{"ready":false,"reason":"starting"}`)
 		default:
-			fmt.Fprintln(w, `{"ready":true}`)
+			// Registry health is reported, not failed on: failing readiness when Redis is down
+			// would pull every instance out of the load balancer at once.
+			fmt.Fprintf(w, `{"ready":true,"registry_healthy":%t}`+"\n", registryHealthy())
 		}
 	})
 	return mux

@@ -46,7 +46,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ops := &http.Server{
-		Handler:           opsHandler(reg, h),
+		Handler:           opsHandler(reg, h, rt.agents.registry.Healthy),
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
