@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -332,7 +333,9 @@ func notHereToError(resp *http.Response) error {
 // errorHandler records "not here" for Forward to retry; anything else is answered.
 func (a *AgentRouter) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	at := attemptOf(r)
-	if errors.Is(err, tunnel.ErrAgentNotConnected) || errors.Is(err, tunnel.ErrConnectionGone) {
+	if errors.Is(err, tunnel.ErrAgentNotConnected) || errors.Is(err, tunnel.ErrConnectionGone) || (at.holder != "" && isDialError(err)) {
+		// A holder that cannot be reached holds nothing any more (it died and its entry has
+		// not expired yet): like "not here", the entry edge drops it and tries the next one.
 		err = fmt.Errorf("%w: %w", errNotHere, err)
 	}
 	at.err = err
@@ -380,3 +383,8 @@ func (b *onceBody) Read(p []byte) (int, error) {
 func (b *onceBody) Close() error { return nil }
 
 func (b *onceBody) started() bool { return b.read.Load() }
+
+func isDialError(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
+}

@@ -2,8 +2,9 @@
 // loopback and checks, request by request, that runner traffic reaches the cell its token names
 // with its bytes intact.
 //
-// Run with `go test ./test/integration/` from the repository root (about 40 s on 2 cores; the
+// Run with `go test ./test/integration/` from the repository root (about 50 s on 2 cores; the
 // two 30 s long-poll tests run in parallel with the rest). TestMain builds ./cmd/edge once.
+// The agent tunnel tests (tunnel_*_test.go) also run redis-server, which `make deps` installs.
 package integration
 
 import (

@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// upstream is what an agent serves: an HTTP echo and WebSocket echo server on 127.0.0.1. Every
+// answer carries X-Upstream with the agent id it belongs to, so a test sees which agent served.
+//
+//	/headers         the request's headers, Host and path as JSON
+//	/echo            the request body back
+//	/upload          {"sha256": ..., "bytes": ...} of the request body
+//	/download?n=&seed=  n bytes of generatedStream(seed)
+//	/ws              WebSocket: every message back, same type
+//	/hold            blocks until the request's context ends (or 20 s), reported on held
+type upstream struct {
+	agent string
+	srv   *httptest.Server
+	Port  int
+	held  chan heldRequest
+}
+
+// heldRequest is a /hold request: entered when it arrives, then canceled or not when it ends.
+type heldRequest struct {
+	entered  bool
+	canceled bool
+}
+
+// headersAnswer is /headers' answer.
+type headersAnswer struct {
+	Agent  string      `json:"agent"`
+	Host   string      `json:"host"`
+	Path   string      `json:"path"`
+	Header http.Header `json:"header"`
+}
+
+// uploadAnswer is /upload's answer.
+type uploadAnswer struct {
+	Agent  string `json:"agent"`
+	SHA256 string `json:"sha256"`
+	Bytes  int64  `json:"bytes"`
+}
+
+func startUpstream(t *testing.T, agent string) *upstream {
+	t.Helper()
+	u := &upstream{agent: agent, held: make(chan heldRequest, 16)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, headersAnswer{Agent: agent, Host: r.Host, Path: r.URL.Path, Header: r.Header})
+	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		io.Copy(w, r.Body)
+	})
+	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		n, err := io.Copy(h, r.Body)
+		if err != nil {
+			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, uploadAnswer{Agent: agent, SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: n})
+	})
+	mux.HandleFunc("/download", func(w http.ResponseWriter, r *http.Request) {
+		n, err1 := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+		seed, err2 := strconv.ParseUint(r.URL.Query().Get("seed"), 10, 64)
+		if err1 != nil || err2 != nil {
+			http.Error(w, "want n and seed", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		io.CopyN(w, generatedStream(seed), n)
+	})
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		echoWebSocket(r.Context(), c)
+	})
+	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		u.held <- heldRequest{entered: true}
+		select {
+		case <-r.Context().Done():
+			u.held <- heldRequest{canceled: true}
+		case <-time.After(20 * time.Second):
+			u.held <- heldRequest{}
+		}
+	})
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Upstream", agent)
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(u.srv.Close)
+	_, port, _ := net.SplitHostPort(u.srv.Listener.Addr().String())
+	u.Port, _ = strconv.Atoi(port)
+	return u
+}
+
+func echoWebSocket(ctx context.Context, c *websocket.Conn) {
+	c.SetReadLimit(1 << 20)
+	for {
+		typ, r, err := c.Reader(ctx)
+		if err != nil {
+			return
+		}
+		w, err := c.Writer(ctx, typ)
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			return
+		}
+		if err := w.Close(); err != nil {
+			return
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// generatedStream is an endless deterministic stream of pseudo-random bytes: both ends of a
+// transfer can make it, so a 50 MiB body is never held in memory.
+func generatedStream(seed uint64) io.Reader {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	return rand.NewChaCha8(key)
+}
