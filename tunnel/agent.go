@@ -120,22 +120,13 @@ func NewAgent(opts AgentOptions) (*Agent, error) {
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = max(20*time.Second, opts.MinBackoff)
 	}
-	if opts.StreamWindow == 0 {
-		opts.StreamWindow = DefaultStreamWindow
-	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	cfg, err := muxSettings{&opts.StreamWindow, &opts.KeepAlive, &opts.Logger}.configure()
+	if err != nil {
+		return nil, err
 	}
 	m, err := newAgentMetrics(opts.Metrics)
 	if err != nil {
 		return nil, err
-	}
-	cfg := yamuxConfig(opts.StreamWindow, opts.KeepAlive, opts.Logger)
-	if err := yamux.VerifyConfig(cfg); err != nil {
-		return nil, fmt.Errorf("tunnel: %w", err)
 	}
 	// The upgrade needs HTTP/1.1 end to end: never negotiate HTTP/2.
 	protocols := new(http.Protocols)

@@ -78,22 +78,13 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.MaxIdleStreams <= 0 {
 		opts.MaxIdleStreams = 16
 	}
-	if opts.StreamWindow == 0 {
-		opts.StreamWindow = DefaultStreamWindow
-	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	cfg, err := muxSettings{&opts.StreamWindow, &opts.KeepAlive, &opts.Logger}.configure()
+	if err != nil {
+		return nil, err
 	}
 	m, err := newServerMetrics(opts.Metrics)
 	if err != nil {
 		return nil, err
-	}
-	cfg := yamuxConfig(opts.StreamWindow, opts.KeepAlive, opts.Logger)
-	if err := yamux.VerifyConfig(cfg); err != nil {
-		return nil, fmt.Errorf("tunnel: %w", err)
 	}
 	return &Server{
 		opts:    opts,

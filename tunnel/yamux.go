@@ -10,6 +10,31 @@ import (
 	"github.com/hashicorp/yamux"
 )
 
+// muxSettings are the options both sides share.
+type muxSettings struct {
+	window    *uint32
+	keepAlive *time.Duration
+	logger    **slog.Logger
+}
+
+// configure fills the shared defaults in place and builds the yamux config both sides use.
+func (m muxSettings) configure() (*yamux.Config, error) {
+	if *m.window == 0 {
+		*m.window = DefaultStreamWindow
+	}
+	if *m.keepAlive <= 0 {
+		*m.keepAlive = DefaultKeepAlive
+	}
+	if *m.logger == nil {
+		*m.logger = slog.New(slog.DiscardHandler)
+	}
+	cfg := yamuxConfig(*m.window, *m.keepAlive, *m.logger)
+	if err := yamux.VerifyConfig(cfg); err != nil {
+		return nil, fmt.Errorf("tunnel: %w", err)
+	}
+	return cfg, nil
+}
+
 func yamuxConfig(window uint32, keepAlive time.Duration, log *slog.Logger) *yamux.Config {
 	cfg := yamux.DefaultConfig()
 	cfg.MaxStreamWindowSize = window
