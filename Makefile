@@ -30,7 +30,7 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 bench:
-	./scripts/deps.sh nginx=nginx-light wrk=wrk
+	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/
 	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
 

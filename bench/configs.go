@@ -38,10 +38,30 @@ http {
 `, prefix, listenPort, upstreamPort)
 }
 
+// EdgeAgents is what the tunnel cases add to an edge's config; the zero value adds nothing, so
+// the other cases run on the config they always had.
+type EdgeAgents struct {
+	InternalPort       int    // 0: no internal listener (one edge: in-memory registry)
+	RedisAddr          string // "": in-memory registry
+	InternalSecretFile string // the edges' shared secret; with RedisAddr
+	AgentKeyFile       string // HS256 secret of agent tokens; "": no agent connects to this edge
+	APISecretFile      string // HS256 secret of the API for GitLab; "": no API
+}
+
+// agentWait bounds how long a tunnel request waits for its agent, short so that an agent lost in
+// the middle of a run shows as errors instead of stalls.
+const agentWait = "5s"
+
 // EdgeConfig is edge's config for the benchmark: cell 1 (legacy) and cells 2 and 3 on the three
-// listeners of the one upstream process, and job JWT verification with the bench key.
-func EdgeConfig(publicPort, opsPort int, upstreamPorts [3]int, jwtPubFile, issuer, audience, kid string) string {
-	return fmt.Sprintf(`listen: {public: "127.0.0.1:%d", ops: "127.0.0.1:%d"}
+// listeners of the one upstream process, job JWT verification with the bench key, and the agent
+// sections of a.
+func EdgeConfig(publicPort, opsPort int, upstreamPorts [3]int, jwtPubFile, issuer, audience, kid string, a EdgeAgents) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `listen: {public: "127.0.0.1:%d", ops: "127.0.0.1:%d"`, publicPort, opsPort)
+	if a.InternalPort != 0 {
+		fmt.Fprintf(&b, `, internal: "127.0.0.1:%[1]d", advertise_internal: "http://127.0.0.1:%[1]d"`, a.InternalPort)
+	}
+	fmt.Fprintf(&b, `}
 cells:
   - {id: 1, url: "http://127.0.0.1:%d", legacy: true}
   - {id: 2, url: "http://127.0.0.1:%d"}
@@ -49,8 +69,24 @@ cells:
 tokens:
   job_jwt: {verify: true, keys: [{kid: %s, alg: RS256, file: %s}], issuer: %s, audience: %s}
 log: {level: warn}
-`, publicPort, opsPort, upstreamPorts[0], upstreamPorts[1], upstreamPorts[2],
+`, upstreamPorts[0], upstreamPorts[1], upstreamPorts[2],
 		strconv.Quote(kid), strconv.Quote(jwtPubFile), strconv.Quote(issuer), strconv.Quote(audience))
+	if a.RedisAddr != "" {
+		fmt.Fprintf(&b, "registry: {redis: {addr: %s}, ttl: 5m, refresh: 4m}\n", strconv.Quote(a.RedisAddr))
+	}
+	if a.InternalSecretFile != "" {
+		fmt.Fprintf(&b, "internal: {secret_file: %s}\n", strconv.Quote(a.InternalSecretFile))
+	}
+	switch {
+	case a.AgentKeyFile != "":
+		fmt.Fprintf(&b, "agents: {keys: [{alg: HS256, file: %s}], wait: %s}\n", strconv.Quote(a.AgentKeyFile), agentWait)
+	case a.APISecretFile != "":
+		fmt.Fprintf(&b, "agents: {wait: %s}\n", agentWait)
+	}
+	if a.APISecretFile != "" {
+		fmt.Fprintf(&b, "gitlab_api: {secret_file: %s}\n", strconv.Quote(a.APISecretFile))
+	}
+	return b.String()
 }
 
 // WrkScript sets a static request for wrk: with no request() function wrk builds it once, so the

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"gitlab.com/edge/edge/config"
 )
 
 func TestLuaQuote(t *testing.T) {
@@ -91,7 +93,7 @@ func TestWrkScriptDrivesWrk(t *testing.T) {
 }
 
 func TestEdgeConfig(t *testing.T) {
-	cfg := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "/tmp/x y/gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1")
+	cfg := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "/tmp/x y/gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1", EdgeAgents{})
 	var got struct {
 		Listen struct{ Public, Ops string }
 		Cells  []struct {
@@ -127,6 +129,76 @@ func TestEdgeConfig(t *testing.T) {
 	}
 	if got.Log.Level != "warn" {
 		t.Errorf("log level: got %q, want warn", got.Log.Level)
+	}
+}
+
+// TestEdgeConfigAgents has edge's own config package read the configs of the tunnel cases: the
+// edge that holds the agent (with and without the shared registry) and the entry edge of the hop.
+func TestEdgeConfigAgents(t *testing.T) {
+	dir := t.TempDir()
+	secret := strings.Repeat("s", 40)
+	for _, f := range []string{"agent.key", "api.key", "internal.key", "gitlab-jwt.pub"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, err := os.ReadFile(filepath.Join("..", "examples", "keys", "gitlab-jwt.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaKey, err := ParseRSAPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := PublicKeyPEM(rsaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gitlab-jwt.pub"), pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holder := EdgeAgents{AgentKeyFile: "agent.key", APISecretFile: "api.key"}
+	shared := EdgeAgents{InternalPort: 7001, RedisAddr: "127.0.0.1:6390", InternalSecretFile: "internal.key", AgentKeyFile: "agent.key", APISecretFile: "api.key"}
+	entry := EdgeAgents{InternalPort: 7002, RedisAddr: "127.0.0.1:6390", InternalSecretFile: "internal.key", APISecretFile: "api.key"}
+	tests := []struct {
+		name      string
+		agents    EdgeAgents
+		agentKeys int
+		internal  string
+		redis     string
+	}{
+		{name: "none", agents: EdgeAgents{}},
+		{name: "one edge", agents: holder, agentKeys: 1},
+		{name: "holder with registry", agents: shared, agentKeys: 1, internal: "127.0.0.1:7001", redis: "127.0.0.1:6390"},
+		{name: "entry edge", agents: entry, internal: "127.0.0.1:7002", redis: "127.0.0.1:6390"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1", tt.agents)
+			cfg, err := config.Parse([]byte(data), "edge.yaml", dir)
+			if err != nil {
+				t.Fatalf("edge rejects the config: %v\n%s", err, data)
+			}
+			if got := len(cfg.Agents.Keys); got != tt.agentKeys {
+				t.Errorf("agent keys: got %d, want %d", got, tt.agentKeys)
+			}
+			if cfg.Listen.Internal != tt.internal {
+				t.Errorf("internal listener: got %q, want %q", cfg.Listen.Internal, tt.internal)
+			}
+			if tt.internal != "" && cfg.Listen.AdvertiseInternal != "http://"+tt.internal {
+				t.Errorf("advertise_internal: got %q, want http://%s", cfg.Listen.AdvertiseInternal, tt.internal)
+			}
+			gotRedis := ""
+			if cfg.Registry != nil {
+				gotRedis = cfg.Registry.Redis.Addr
+			}
+			if gotRedis != tt.redis {
+				t.Errorf("registry redis: got %q, want %q", gotRedis, tt.redis)
+			}
+			if got, want := cfg.GitLabAPI != nil, tt.agents.APISecretFile != ""; got != want {
+				t.Errorf("gitlab_api set: got %v, want %v", got, want)
+			}
+		})
 	}
 }
 

@@ -22,6 +22,9 @@ type Run struct {
 	HasProxy    bool          // false for the direct case: nothing between wrk and the upstream
 	ProxyCPU    time.Duration // utime+stime of the proxy (and its children) during the run
 	UpstreamCPU time.Duration
+	// Parts splits ProxyCPU by process when the path holds several (a tunnel: edges, agent,
+	// Redis), keyed by the Part* names.
+	Parts map[string]time.Duration
 }
 
 // ProxyCPUPerRequest is ProxyCPU divided by the requests wrk completed.
@@ -48,7 +51,8 @@ type Row struct {
 	HasProxy              bool
 	ProxyCPUPerRequest    time.Duration
 	UpstreamCPUPerRequest time.Duration
-	Errors                int64 // socket errors and non-2xx/3xx answers, summed over rounds
+	PartsPerRequest       map[string]time.Duration // median CPU per request of each of Run.Parts
+	Errors                int64                    // socket errors and non-2xx/3xx answers, summed over rounds
 }
 
 // Summarize takes the median of each measure over the rounds of each case, independently, in the
@@ -58,6 +62,7 @@ func Summarize(ids []string, labels map[string]string, runs []Run) []Row {
 	for _, id := range ids {
 		var rps []float64
 		var p50, p99, pcpu, ucpu []time.Duration
+		parts := map[string][]time.Duration{}
 		row := Row{Case: id, Label: labels[id]}
 		if row.Label == "" {
 			row.Label = id
@@ -74,6 +79,9 @@ func Summarize(ids []string, labels map[string]string, runs []Run) []Row {
 			p99 = append(p99, r.Wrk.P99())
 			pcpu = append(pcpu, r.ProxyCPUPerRequest())
 			ucpu = append(ucpu, r.UpstreamCPUPerRequest())
+			for name, cpu := range r.Parts {
+				parts[name] = append(parts[name], perRequest(cpu, r.Wrk.Requests))
+			}
 		}
 		if row.Rounds == 0 {
 			continue
@@ -84,6 +92,12 @@ func Summarize(ids []string, labels map[string]string, runs []Run) []Row {
 		}
 		row.P50, row.P99 = MedianDuration(p50), MedianDuration(p99)
 		row.ProxyCPUPerRequest, row.UpstreamCPUPerRequest = MedianDuration(pcpu), MedianDuration(ucpu)
+		if len(parts) > 0 {
+			row.PartsPerRequest = map[string]time.Duration{}
+			for name, ds := range parts {
+				row.PartsPerRequest[name] = MedianDuration(ds)
+			}
+		}
 		rows = append(rows, row)
 	}
 	return rows

@@ -105,14 +105,18 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 		return nil, err
 	}
 	a := &AgentRouter{o: o, metrics: m}
+	// Large copy buffers make large tunnel frames (see tunnel.CopyBufferSize).
+	buffers := &tunnel.BufferPool{}
 	a.local = &httputil.ReverseProxy{
 		Rewrite:      func(pr *httputil.ProxyRequest) { a.rewriteLocal(pr) },
 		Transport:    roundTripFunc(a.localRoundTrip),
+		BufferPool:   buffers,
 		ErrorHandler: a.errorHandler,
 	}
 	a.remote = &httputil.ReverseProxy{
 		Rewrite:        func(pr *httputil.ProxyRequest) { a.rewriteRemote(pr) },
 		Transport:      o.Peers,
+		BufferPool:     buffers,
 		ModifyResponse: notHereToError,
 		ErrorHandler:   a.errorHandler,
 	}

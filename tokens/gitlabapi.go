@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // The API for GitLab is called with an HS256 JWT signed with a secret shared with GitLab.
@@ -19,7 +20,12 @@ const (
 // concurrent use.
 type GitLabAPIVerifier struct {
 	check jwtCheck
+	// verified remembers tokens already checked, until their exp: GitLab reuses a token for
+	// many calls, and each proxied request would otherwise pay a signature check.
+	verified *lru.Cache[[32]byte, time.Time]
 }
+
+const gitLabAPICacheSize = 1024
 
 // NewGitLabAPIVerifier builds a verifier with the shared secret (at least 32 bytes). Empty
 // issuer and audience mean DefaultGitLabAPIIssuer and DefaultGitLabAPIAudience; leeway 0 means
@@ -36,14 +42,28 @@ func NewGitLabAPIVerifier(secret []byte, issuer, audience string, leeway time.Du
 	if err != nil {
 		return nil, fmt.Errorf("API for GitLab JWT verifier: %w", err)
 	}
-	return &GitLabAPIVerifier{check: check}, nil
+	verified, err := lru.New[[32]byte, time.Time](gitLabAPICacheSize)
+	if err != nil {
+		return nil, err
+	}
+	return &GitLabAPIVerifier{check: check, verified: verified}, nil
 }
 
 // Verify checks a JWT at now: HS256 with the shared secret, iss and aud, exp required, nbf and
 // iat honoured. Failures wrap ErrInvalidJWT and, where one fits, a more specific sentinel.
 func (v *GitLabAPIVerifier) Verify(token string, now time.Time) error {
+	key := tokenHash(token)
+	if exp, ok := v.verified.Get(key); ok && now.Before(exp) {
+		return nil
+	}
 	var c jwt.RegisteredClaims
-	return v.check.parseAt(token, now, &c, &c)
+	if err := v.check.parseAt(token, now, &c, &c); err != nil {
+		return err
+	}
+	if c.ExpiresAt != nil {
+		v.verified.Add(key, c.ExpiresAt.Time)
+	}
+	return nil
 }
 
 // MintGitLabAPIToken signs a JWT for the API for GitLab, as GitLab does (for tests and tools).

@@ -114,3 +114,25 @@ func BenchmarkGitLabAPIVerify(b *testing.B) {
 		}
 	}
 }
+
+func TestGitLabAPIVerifiedTokenNotServedPastExp(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	v, err := NewGitLabAPIVerifier(secret, "", "", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tok, err := MintGitLabAPIToken(secret, "", "", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(tok, now); err != nil {
+		t.Fatalf("fresh token: %v", err)
+	}
+	if err := v.Verify(tok, now.Add(30*time.Second)); err != nil {
+		t.Fatalf("cached token before exp: %v", err)
+	}
+	if err := v.Verify(tok, now.Add(2*time.Minute)); !errors.Is(err, ErrInvalidJWT) {
+		t.Fatalf("after exp: got %v, want ErrInvalidJWT", err)
+	}
+}

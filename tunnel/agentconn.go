@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,7 +31,7 @@ func (a *Agent) connect(ctx context.Context) (*agentConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	session, err := yamux.Client(rwc, a.yamux)
+	session, err := yamux.Client(framed(rwc), a.yamux)
 	if err != nil {
 		rwc.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
@@ -54,12 +53,6 @@ func (a *Agent) connect(ctx context.Context) (*agentConn, error) {
 		Handler:           a.handler,
 		ReadHeaderTimeout: time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
-		ConnState: func(conn net.Conn, state http.ConnState) {
-			// An idle stream keeps no receive buffer (each may have grown to the window).
-			if st, ok := conn.(*yamux.Stream); ok && state == http.StateIdle {
-				st.Shrink()
-			}
-		},
 	}
 	go c.srv.Serve(session) // a yamux session is a net.Listener of the streams the edge opens
 	go func() {

@@ -108,7 +108,7 @@ func (s *Server) upgrade(netConn net.Conn, brw *bufio.ReadWriter, c *Conn) error
 	if brw.Reader.Buffered() > 0 {
 		rwc = &bufferedConn{Conn: netConn, r: brw.Reader}
 	}
-	session, err := yamux.Server(rwc, s.yamux)
+	session, err := yamux.Server(framed(rwc), s.yamux)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,8 @@ type ServerOptions struct {
 	// MaxStreamsPerAgent bounds requests in flight per agent, over all its connections; beyond it
 	// RoundTrip fails with ErrTooManyStreams. 0 means DefaultMaxStreamsPerAgent, negative no bound.
 	MaxStreamsPerAgent int
-	// MaxIdleStreams is how many idle streams per connection are kept for reuse (default 16).
+	// MaxIdleStreams is how many idle streams per connection are kept for reuse (default
+	// DefaultMaxIdleStreams); with the window, it bounds what idle streams may hold.
 	MaxIdleStreams int
 	// StreamWindow is the yamux receive window per stream (default DefaultStreamWindow).
 	StreamWindow uint32
@@ -76,7 +77,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		opts.MaxStreamsPerAgent = DefaultMaxStreamsPerAgent
 	}
 	if opts.MaxIdleStreams <= 0 {
-		opts.MaxIdleStreams = 16
+		opts.MaxIdleStreams = DefaultMaxIdleStreams
 	}
 	cfg, err := muxSettings{&opts.StreamWindow, &opts.KeepAlive, &opts.Logger}.configure()
 	if err != nil {

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"slices"
 	"sync"
-
-	"github.com/hashicorp/yamux"
 )
 
 // Transport sends requests to the agent through its connections, round robin (for
@@ -33,11 +30,6 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.URL.Host = "agent"
 		}
 	}
-	// The stream that carries the request, to free its buffer once the response is read.
-	var stream *yamux.Stream
-	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { stream, _ = i.Conn.(*yamux.Stream) }}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-
 	var tried []*Conn
 	for {
 		c, err := rt.s.acquire(rt.agentID, rt.conn, tried)
@@ -60,12 +52,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		rt.s.metrics.requests.WithLabelValues("ok").Inc()
-		done := func() {
-			c.release()
-			if stream != nil {
-				stream.Shrink()
-			}
-		}
+		done := c.release
 		resp.Body = releasingBody(resp.Body, done)
 		return resp, nil
 	}

@@ -43,6 +43,7 @@ func newUpstreamHandler(upstreams map[int]string, log *slog.Logger, m *agentMetr
 			IdleConnTimeout:       90 * time.Second,
 			ExpectContinueTimeout: time.Second,
 		},
+		BufferPool:   &BufferPool{},
 		ErrorHandler: h.upstreamError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}

@@ -76,9 +76,8 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 			},
 			OnConnect:    func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), true} },
 			OnDisconnect: func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), false} },
-			// 4 MiB per stream still moves about 160 MB/s at 10 ms round trip, and bounds what
-			// slow readers can make this edge buffer to 1 GiB per agent at the stream cap.
-			StreamWindow:       4 << 20,
+			// With the default 1 MiB window, slow readers can make this edge buffer at most
+			// 256 MiB per agent at this stream cap.
 			MaxStreamsPerAgent: 256,
 			Logger:             log,
 			Metrics:            reg,

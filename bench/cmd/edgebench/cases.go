@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"gitlab.com/edge/edge/bench"
@@ -13,6 +15,10 @@ const (
 	caseEdgeB  = "edge-b"
 	caseEdgeC  = "edge-c"
 	caseEdgeD  = "edge-d"
+
+	caseTunnel    = bench.CaseTunnel    // through an agent's tunnel, one edge
+	caseTunnelHop = bench.CaseTunnelHop // entering a second edge, which forwards to the first
+	caseTransfer  = "transfer"          // 10 MiB downloads and uploads: direct, tunnel, hop
 )
 
 // Which server a case sends its load to.
@@ -20,10 +26,50 @@ const (
 	targetDirect = "direct"
 	targetNginx  = "nginx"
 	targetEdge   = "edge"
+	targetEdge2  = "edge2" // the second edge, which holds no agent
 )
 
+// agentID is the one agent of the tunnel cases.
+const agentID = "a1"
+
 func allCaseIDs() []string {
-	return []string{caseDirect, caseNginx, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD}
+	return []string{caseDirect, caseNginx, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD, caseTunnel, caseTunnelHop, caseTransfer}
+}
+
+// baselines are the cases a case is compared with, run with it even when not selected: the
+// tunnel against the plain proxy (edge-a), the hop against the one-edge tunnel.
+func baselines(id string) []string {
+	switch id {
+	case caseTunnel:
+		return []string{caseEdgeA}
+	case caseTunnelHop:
+		return []string{caseTunnel}
+	}
+	return nil
+}
+
+// withBaselines adds the baselines of the selected cases that are missing, each just before the
+// first case that needs it, and says which it added.
+func withBaselines(ids []string) (all, added []string) {
+	var add func(id string, selected bool)
+	add = func(id string, selected bool) {
+		if slices.Contains(all, id) {
+			return
+		}
+		for _, b := range baselines(id) {
+			if !slices.Contains(ids, b) {
+				add(b, false)
+			}
+		}
+		all = append(all, id)
+		if !selected {
+			added = append(added, id)
+		}
+	}
+	for _, id := range ids {
+		add(id, true)
+	}
+	return all, added
 }
 
 // benchCase is one line of the table: a request and the server it goes to.
@@ -33,17 +79,19 @@ type benchCase struct {
 	method, path string
 	headers      map[string]string
 	body         string
-	wantUpstream int // index of the upstream listener (cell 1, 2, 3) that must answer
+	wantUpstream int  // index of the upstream listener (cell 1, 2, 3) that must answer
+	viaAgent     bool // path goes under /-/api/v1/agents/<agent>/proxy/<upstream port>
 }
 
 // caseTokens are the tokens the edge cases send; never printed.
 type caseTokens struct {
 	runner string // routable, c=2
 	jobJWT string // verified RS256, c=3
+	api    string // JWT of the API for GitLab (HS256), for the tunnel cases
 }
 
-// buildCases describes every case. The direct and nginx cases send the legacy edge case's
-// request, so the three baselines differ only in what is in between.
+// buildCases describes every wrk case (transfer is not one). The direct, nginx and tunnel cases
+// send the legacy edge case's request, so they differ only in what is in between.
 func buildCases(ids []string, tok caseTokens) []benchCase {
 	const discovery = "/api/v4/runners/router/discovery"
 	all := map[string]benchCase{
@@ -63,19 +111,82 @@ func buildCases(ids []string, tok caseTokens) []benchCase {
 			label: "edge d: job JWT (verified)", target: targetEdge, method: "GET", path: "/api/v4/jobs/123/artifacts",
 			headers: map[string]string{"JOB-TOKEN": tok.jobJWT}, wantUpstream: 2,
 		},
+		caseTunnel: {
+			label: "tunnel: edge > agent", target: targetEdge, method: "GET", path: discovery,
+			headers: apiAuth(tok), viaAgent: true, wantUpstream: 0,
+		},
+		caseTunnelHop: {
+			label: "tunnel-hop: edge2 > edge > agent", target: targetEdge2, method: "GET", path: discovery,
+			headers: apiAuth(tok), viaAgent: true, wantUpstream: 0,
+		},
 	}
 	out := make([]benchCase, 0, len(ids))
 	for _, id := range ids {
-		c := all[id]
+		c, ok := all[id]
+		if !ok {
+			continue
+		}
 		c.id = id
 		out = append(out, c)
 	}
 	return out
 }
 
+func apiAuth(tok caseTokens) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + tok.api}
+}
+
+// transferCase is the request of one direction of the transfer case over one path (direct,
+// edge-a, tunnel, tunnel-hop): GET /bytes?n=size, or a POST of size bytes the upstream drains.
+func transferCase(path, direction string, size int64, tok caseTokens) benchCase {
+	c := benchCase{id: path, label: transferLabels()[path], target: targetDirect, method: "GET", path: fmt.Sprintf("/bytes?n=%d", size)}
+	if direction == bench.Upload {
+		c.method, c.path = "POST", "/upload"
+	}
+	switch path {
+	case caseEdgeA:
+		c.target = targetEdge
+	case caseTunnel:
+		c.target, c.viaAgent, c.headers = targetEdge, true, apiAuth(tok)
+	case caseTunnelHop:
+		c.target, c.viaAgent, c.headers = targetEdge2, true, apiAuth(tok)
+	}
+	return c
+}
+
+// transferPaths are the paths the transfer case compares: direct loopback (the goal's baseline),
+// edge's plain proxy (what any proxy on the same CPU costs, for reference) and the tunnels.
+func transferPaths() []string { return []string{caseDirect, caseEdgeA, caseTunnel, caseTunnelHop} }
+
+func transferLabels() map[string]string {
+	return map[string]string{caseDirect: "direct loopback", caseEdgeA: "edge-a (plain proxy)", caseTunnel: "tunnel", caseTunnelHop: "tunnel-hop"}
+}
+
+// What the selected cases need started.
+func needsAgent(ids []string) bool {
+	return slices.Contains(ids, caseTunnel) || slices.Contains(ids, caseTunnelHop) || slices.Contains(ids, caseTransfer)
+}
+
+func needsSecondEdge(ids []string) bool {
+	return slices.Contains(ids, caseTunnelHop) || slices.Contains(ids, caseTransfer)
+}
+
+// latencyCases are the cases measured again at one connection: the tunnel cases and the paths
+// they are compared with, when a tunnel case is selected.
+func latencyCases(cases []benchCase) []benchCase {
+	var out []benchCase
+	tunnel := slices.ContainsFunc(cases, func(c benchCase) bool { return c.viaAgent })
+	for _, c := range cases {
+		if tunnel && slices.Contains([]string{caseDirect, caseEdgeA, caseTunnel, caseTunnelHop}, c.id) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func needsEdge(cases []benchCase) bool {
 	for _, c := range cases {
-		if c.target == targetEdge {
+		if c.target == targetEdge || c.target == targetEdge2 {
 			return true
 		}
 	}

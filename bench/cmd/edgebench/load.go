@@ -24,17 +24,83 @@ func (h *harness) url(c benchCase) string {
 		port = h.nginxPort
 	case targetEdge:
 		port = h.edgePort
+	case targetEdge2:
+		port = h.edge2Port
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d%s", port, c.path)
+	path := c.path
+	if c.viaAgent {
+		path = fmt.Sprintf("/-/api/v1/agents/%s/proxy/%d%s", agentID, h.upstreamPorts[0], c.path)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
 }
 
-// proxy is the process whose CPU a case measures; nil for the direct case.
+// part is one process on a case's path, named as in the table's CPU split.
+type part struct {
+	name string
+	p    *proc
+}
+
+// pathProcs are the processes between the client and the upstream, the one the client talks to
+// first: none for direct; the proxy; for a tunnel the edge and the agent, and for the hop also
+// the entry edge and the Redis it asks where the agent is.
+func (h *harness) pathProcs(c benchCase) []part {
+	switch {
+	case c.target == targetNginx:
+		return []part{{"nginx", h.nginx}}
+	case c.target == targetEdge2:
+		return []part{{bench.PartEdge2, h.edge2}, {bench.PartEdge, h.edge}, {bench.PartAgent, h.agent}, {bench.PartRedis, h.redis}}
+	case c.target == targetEdge && c.viaAgent:
+		return []part{{bench.PartEdge, h.edge}, {bench.PartAgent, h.agent}}
+	case c.target == targetEdge:
+		return []part{{bench.PartEdge, h.edge}}
+	}
+	return nil
+}
+
+// proxy is the process a case's client talks to (what --profile samples); nil for direct.
 func (h *harness) proxy(c benchCase) *proc {
-	switch c.target {
-	case targetNginx:
-		return h.nginx
-	case targetEdge:
-		return h.edge
+	if ps := h.pathProcs(c); len(ps) > 0 {
+		return ps[0].p
+	}
+	return nil
+}
+
+// cpuOf reads the CPU each process (with its children) has used so far.
+func cpuOf(ps []part) ([]time.Duration, error) {
+	out := make([]time.Duration, len(ps))
+	for i, x := range ps {
+		var err error
+		if out[i], err = bench.TreeCPU("/proc", x.p.pid()); err != nil {
+			return nil, fmt.Errorf("cpu of %s: %w", x.name, err)
+		}
+	}
+	return out, nil
+}
+
+// spent fills a run's CPU from snapshots before and after: the path's total, split by process
+// when there are several, and the upstream's (the last entry of ps).
+func spent(ps []part, before, after []time.Duration) (total, upstream time.Duration, parts map[string]time.Duration) {
+	n := len(ps) - 1
+	upstream = after[n] - before[n]
+	for i := range n {
+		d := after[i] - before[i]
+		total += d
+		if n > 1 {
+			if parts == nil {
+				parts = map[string]time.Duration{}
+			}
+			parts[ps[i].name] = d
+		}
+	}
+	return total, upstream, parts
+}
+
+// failed is the first of ps that has exited.
+func failed(ps []part) error {
+	for _, x := range ps {
+		if x.p.exited() {
+			return x.p.failure()
+		}
 	}
 	return nil
 }
@@ -92,11 +158,16 @@ func (h *harness) writeScripts(cases []benchCase) (map[string]string, error) {
 	return scripts, nil
 }
 
-// wrk runs one load of d against a case and parses its output.
+// wrk runs one load of d at the configured connections against a case and parses its output.
 func (h *harness) wrk(ctx context.Context, c benchCase, script string, d time.Duration) (bench.WrkResult, error) {
+	return h.wrkLoad(ctx, c, script, d, h.opts.connections)
+}
+
+// wrkLoad runs wrk with conns connections (and no more threads than connections).
+func (h *harness) wrkLoad(ctx context.Context, c benchCase, script string, d time.Duration, conns int) (bench.WrkResult, error) {
 	secs := max(1, int((d+time.Second/2)/time.Second))
 	argv := h.pinned(h.opts.clientCPU, h.tools.wrk,
-		"-t"+strconv.Itoa(h.opts.threads), "-c"+strconv.Itoa(h.opts.connections), "-d"+strconv.Itoa(secs)+"s",
+		"-t"+strconv.Itoa(min(h.opts.threads, conns)), "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(secs)+"s",
 		"--timeout", "10s", "--latency", "-s", script, h.url(c))
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -114,39 +185,24 @@ func (h *harness) wrk(ctx context.Context, c benchCase, script string, d time.Du
 	return res, nil
 }
 
-// measure runs one load and the CPU the proxy and the upstream spent during it.
-func (h *harness) measure(ctx context.Context, c benchCase, script string, round int) (bench.Run, error) {
+// measure runs one load of d with conns connections and the CPU the processes on the path and
+// the upstream spent during it.
+func (h *harness) measure(ctx context.Context, c benchCase, script string, round int, d time.Duration, conns int) (bench.Run, error) {
 	run := bench.Run{Case: c.id, Round: round}
-	proxy := h.proxy(c)
-	var proxyBefore, proxyAfter time.Duration
-	upBefore, err := bench.TreeCPU("/proc", h.upstream.pid())
+	path := h.pathProcs(c)
+	ps := append(path, part{"upstream", h.upstream})
+	before, err := cpuOf(ps)
 	if err != nil {
 		return run, err
 	}
-	if proxy != nil {
-		run.HasProxy = true
-		if proxyBefore, err = bench.TreeCPU("/proc", proxy.pid()); err != nil {
-			return run, err
-		}
-	}
-	if run.Wrk, err = h.wrk(ctx, c, script, h.opts.duration); err != nil {
+	if run.Wrk, err = h.wrkLoad(ctx, c, script, d, conns); err != nil {
 		return run, err
 	}
-	upAfter, err := bench.TreeCPU("/proc", h.upstream.pid())
+	after, err := cpuOf(ps)
 	if err != nil {
 		return run, err
 	}
-	run.UpstreamCPU = upAfter - upBefore
-	if proxy != nil {
-		if proxyAfter, err = bench.TreeCPU("/proc", proxy.pid()); err != nil {
-			return run, err
-		}
-		run.ProxyCPU = proxyAfter - proxyBefore
-	}
-	for _, p := range []*proc{h.upstream, proxy} {
-		if p != nil && p.exited() {
-			return run, p.failure()
-		}
-	}
-	return run, nil
+	run.HasProxy = len(path) > 0
+	run.ProxyCPU, run.UpstreamCPU, run.Parts = spent(ps, before, after)
+	return run, failed(ps)
 }

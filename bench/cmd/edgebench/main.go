@@ -11,7 +11,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
+	"time"
 
 	"gitlab.com/edge/edge/bench"
 )
@@ -21,6 +24,9 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == transferClientCmd {
+		return runTransferClient(os.Args[2:], os.Stdout, os.Stderr)
+	}
 	opts, err := parseOptions(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -59,32 +65,35 @@ func run() int {
 
 func (h *harness) benchmark(ctx context.Context) error {
 	var err error
-	if h.tools, err = ensureTools(ctx, h.opts.noInstall); err != nil {
+	if h.tools, err = ensureTools(ctx, h.opts.noInstall, needsSecondEdge(h.opts.cases)); err != nil {
 		return err
 	}
 	h.pin = h.pinningPossible()
 	if h.repo, err = findRepo(h.opts.repo); err != nil {
 		return err
 	}
+	if len(h.opts.added) > 0 {
+		logf("also running %s: the baseline the selected cases are compared with", strings.Join(h.opts.added, ", "))
+	}
 
-	toks, jwtPub, err := h.mintTokens()
-	if err != nil {
+	var jwtPub string
+	if h.tokens, jwtPub, err = h.mintTokens(); err != nil {
 		return err
 	}
-	cases := buildCases(h.opts.cases, toks)
-
-	if err := h.startUpstream(ctx); err != nil {
-		return err
-	}
-	if needsNginx(cases) {
-		if err := h.startNginx(ctx); err != nil {
+	if needsEdge(buildCases(h.opts.cases, h.tokens)) || needsAgent(h.opts.cases) {
+		if err := h.buildEdge(ctx); err != nil {
 			return err
 		}
 	}
-	if needsEdge(cases) {
-		if err := h.startEdge(ctx, jwtPub); err != nil {
+	if needsAgent(h.opts.cases) {
+		if err := h.prepareAgents(ctx); err != nil { // sets h.tokens.api
 			return err
 		}
+	}
+	cases := buildCases(h.opts.cases, h.tokens)
+
+	if err := h.startServers(ctx, cases, jwtPub); err != nil {
+		return err
 	}
 	for _, c := range cases {
 		if err := h.verify(ctx, c); err != nil {
@@ -95,6 +104,11 @@ func (h *harness) benchmark(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if slices.Contains(h.opts.cases, caseTransfer) {
+		if err := h.writeTransferHeaders(); err != nil {
+			return err
+		}
+	}
 	h.printHeader(ctx)
 
 	if h.opts.warmup > 0 {
@@ -104,13 +118,13 @@ func (h *harness) benchmark(ctx context.Context) error {
 			}
 		}
 	}
-	runs, err := h.rounds(ctx, cases, scripts)
+	res, err := h.rounds(ctx, h.steps(cases, scripts))
 	if err != nil {
 		return err
 	}
-	rows := h.report(cases, runs)
+	rows := h.report(cases, res)
 	if h.opts.jsonOut != "" {
-		if err := writeJSON(h.opts.jsonOut, h.opts, runs, rows); err != nil {
+		if err := writeJSON(h.opts.jsonOut, h.opts, res, rows); err != nil {
 			return err
 		}
 	}
@@ -119,7 +133,7 @@ func (h *harness) benchmark(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, r := range rows {
+	for _, r := range slices.Concat(rows.load, rows.latency) {
 		if r.Errors > 0 {
 			return fmt.Errorf("%s: %d socket errors or non-2xx answers during the runs", r.Case, r.Errors)
 		}
@@ -127,23 +141,116 @@ func (h *harness) benchmark(ctx context.Context) error {
 	return nil
 }
 
-// rounds runs every case once per round, rotating the order each round so that no case always
-// runs first or right after the same neighbour.
-func (h *harness) rounds(ctx context.Context, cases []benchCase, scripts map[string]string) ([]bench.Run, error) {
-	var runs []bench.Run
-	for round := 1; round <= h.opts.rounds; round++ {
-		for i := range cases {
-			c := cases[(i+round-1)%len(cases)]
-			r, err := h.measure(ctx, c, scripts[c.id], round)
-			if err != nil {
-				return nil, err
-			}
-			logf("round %d/%d %-7s %9.0f req/s  p50 %-8s p99 %-8s proxy cpu/req %s",
-				round, h.opts.rounds, c.id, r.Wrk.RequestsPerS, bench.FormatDuration(r.Wrk.P50()), bench.FormatDuration(r.Wrk.P99()), proxyCPU(r))
-			runs = append(runs, r)
+// startServers starts what the cases need, upstream first: nginx, the edge, and for the tunnel
+// cases Redis and the second edge (for the hop), then the agent.
+func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub string) error {
+	if err := h.startUpstream(ctx); err != nil {
+		return err
+	}
+	if needsNginx(cases) {
+		if err := h.startNginx(ctx); err != nil {
+			return err
 		}
 	}
-	return runs, nil
+	if needsSecondEdge(h.opts.cases) {
+		if err := h.startRedis(ctx); err != nil {
+			return err
+		}
+	}
+	if h.edgeBin != "" {
+		if err := h.startEdge(ctx, jwtPub); err != nil {
+			return err
+		}
+	}
+	if needsSecondEdge(h.opts.cases) {
+		if err := h.startEdge2(ctx, jwtPub); err != nil {
+			return err
+		}
+	}
+	if needsAgent(h.opts.cases) {
+		if err := h.startAgent(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// results are every measurement of the rounds.
+type results struct {
+	runs      []bench.Run           // wrk at the configured connections
+	latency   []bench.Run           // wrk at one connection
+	transfers []bench.TransferBatch // the transfer case
+}
+
+// step is one measurement of a round; it records its result and returns a line for the log.
+type step func(ctx context.Context, round int, res *results) (string, error)
+
+// steps are a round's measurements: each wrk case, then (with a tunnel case) each latency case
+// at one connection, then (with the transfer case) each transfer path, both directions.
+func (h *harness) steps(cases []benchCase, scripts map[string]string) []step {
+	var out []step
+	for _, c := range cases {
+		out = append(out, func(ctx context.Context, round int, res *results) (string, error) {
+			r, err := h.measure(ctx, c, scripts[c.id], round, h.opts.duration, h.opts.connections)
+			if err != nil {
+				return "", err
+			}
+			res.runs = append(res.runs, r)
+			return fmt.Sprintf("%-10s %9.0f req/s  p50 %-8s p99 %-8s proxy cpu/req %s",
+				c.id, r.Wrk.RequestsPerS, bench.FormatDuration(r.Wrk.P50()), bench.FormatDuration(r.Wrk.P99()), proxyCPU(r)), nil
+		})
+	}
+	for _, c := range latencyCases(cases) {
+		out = append(out, func(ctx context.Context, round int, res *results) (string, error) {
+			r, err := h.measure(ctx, c, scripts[c.id], round, h.latencyDuration(), 1)
+			if err != nil {
+				return "", err
+			}
+			res.latency = append(res.latency, r)
+			return fmt.Sprintf("%-10s 1 connection: %6.0f req/s  p50 %-8s p99 %s",
+				c.id, r.Wrk.RequestsPerS, bench.FormatDuration(r.Wrk.P50()), bench.FormatDuration(r.Wrk.P99())), nil
+		})
+	}
+	if slices.Contains(h.opts.cases, caseTransfer) {
+		for _, path := range transferPaths() {
+			out = append(out, func(ctx context.Context, round int, res *results) (string, error) {
+				var parts []string
+				for _, dir := range []string{bench.Download, bench.Upload} {
+					b, err := h.transferBatch(ctx, path, dir, round)
+					if err != nil {
+						return "", err
+					}
+					res.transfers = append(res.transfers, b)
+					rows := bench.SummarizeTransfers([]string{path}, nil, []bench.TransferBatch{b})
+					parts = append(parts, fmt.Sprintf("%s %.0f MB/s", dir, rows[0].MBps))
+				}
+				return fmt.Sprintf("%-10s %s", "transfer "+path, strings.Join(parts, ", ")), nil
+			})
+		}
+	}
+	return out
+}
+
+// latencyDuration is how long each one-connection run lasts: half a load run is plenty of
+// sequential requests for a p99.
+func (h *harness) latencyDuration() time.Duration {
+	return max(time.Second, (h.opts.duration/2 + time.Second/2).Truncate(time.Second))
+}
+
+// rounds runs every step once per round, rotating the order each round so that no step always
+// runs first or right after the same neighbour.
+func (h *harness) rounds(ctx context.Context, steps []step) (results, error) {
+	var res results
+	for round := 1; round <= h.opts.rounds; round++ {
+		for i := range steps {
+			line, err := steps[(i+round-1)%len(steps)](ctx, round, &res)
+			if err != nil {
+				return res, err
+			}
+			logf("round %d/%d %s", round, h.opts.rounds, line)
+		}
+	}
+	return res, nil
 }
 
 // pinningPossible: pin when taskset is there and both CPUs are ones this process may use.

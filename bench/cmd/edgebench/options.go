@@ -18,6 +18,8 @@ type options struct {
 	connections int
 	threads     int
 	cases       []string
+	added       []string // baselines added to the selected cases
+	transfers   int
 	repo        string
 	edgeBin     string
 	jwtKey      string
@@ -44,6 +46,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", envDuration("EDGEBENCH_WARMUP", 2*time.Second), "unmeasured wrk run per case before round 1; 0 for none [EDGEBENCH_WARMUP]")
 	fs.IntVar(&o.connections, "connections", envInt("EDGEBENCH_CONNECTIONS", 50), "wrk connections [EDGEBENCH_CONNECTIONS]")
 	fs.IntVar(&o.threads, "threads", envInt("EDGEBENCH_THREADS", 1), "wrk threads [EDGEBENCH_THREADS]")
+	fs.IntVar(&o.transfers, "transfers", envInt("EDGEBENCH_TRANSFERS", 10), "transfer case: sequential 10 MiB transfers per path, direction and round [EDGEBENCH_TRANSFERS]")
 	casesFlag := fs.String("cases", envString("EDGEBENCH_CASES", strings.Join(allCaseIDs(), ",")), "comma-separated cases to run [EDGEBENCH_CASES]")
 	fs.StringVar(&o.repo, "repo", envString("EDGEBENCH_REPO", ""), "repository root (default: found from the working directory)")
 	fs.StringVar(&o.edgeBin, "edge-bin", envString("EDGEBENCH_EDGE_BIN", ""), "use this edge binary instead of building ./cmd/edge [EDGEBENCH_EDGE_BIN]")
@@ -57,7 +60,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profileCase, "profile", envString("EDGEBENCH_PROFILE", ""), "after the rounds, profile the proxy of this case (e.g. edge-b) with perf for one more run")
 	fs.StringVar(&o.profileOut, "profile-out", envString("EDGEBENCH_PROFILE_OUT", "edgebench-perf.data"), "where perf writes its data for --profile")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: edgebench [flags]\n\nCases: %s\n\nFlags:\n", strings.Join(allCaseIDs(), ", "))
+		fmt.Fprintf(stderr, "usage: edgebench [flags]\n\nCases: %s\n(tunnel also runs edge-a, tunnel-hop also runs tunnel: their baselines)\n\nFlags:\n", strings.Join(allCaseIDs(), ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -88,9 +91,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			o.cases = append(o.cases, c)
 		}
 	}
+	o.cases, o.added = withBaselines(o.cases)
 	switch {
 	case len(o.cases) == 0:
 		return o, fmt.Errorf("no cases selected")
+	case o.transfers < 1:
+		return o, fmt.Errorf("--transfers must be at least 1")
 	case o.rounds < 1:
 		return o, fmt.Errorf("--rounds must be at least 1")
 	case o.duration < time.Second:
@@ -101,6 +107,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("--profile %q is not among the selected cases", o.profileCase)
 	case o.profileCase == caseDirect:
 		return o, fmt.Errorf("--profile direct: there is no proxy to profile")
+	case o.profileCase == caseTransfer:
+		return o, fmt.Errorf("--profile transfer: only wrk cases can be profiled")
 	}
 	return o, nil
 }

@@ -35,6 +35,10 @@ func TestParseOptions(t *testing.T) {
 		{name: "profile direct", args: []string{"--profile", "direct"}, wantErr: "no proxy"},
 		{name: "profile unselected", args: []string{"--cases", "nginx", "--profile", "edge-b"}, wantErr: "not among"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected"},
+		{name: "tunnel part", args: []string{"--quick", "--cases", "tunnel,tunnel-hop,transfer"}, duration: 3 * time.Second, warmup: time.Second, rounds: 3,
+			cases: []string{"edge-a", "tunnel", "tunnel-hop", "transfer"}},
+		{name: "profile transfer", args: []string{"--cases", "transfer", "--profile", "transfer"}, wantErr: "only wrk cases"},
+		{name: "zero transfers", args: []string{"--transfers", "0"}, wantErr: "transfers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,19 +66,21 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestBuildCases(t *testing.T) {
-	cases := buildCases(allCaseIDs(), caseTokens{runner: "glrt-t2_R", jobJWT: "glcbt-J"})
+	cases := buildCases(allCaseIDs(), caseTokens{runner: "glrt-t2_R", jobJWT: "glcbt-J", api: "api-jwt"})
 	type want struct {
 		target, method, header, token string
 		upstream                      int
 		bodyHasToken                  bool
 	}
 	wants := map[string]want{
-		caseDirect: {target: targetDirect, method: "GET"},
-		caseNginx:  {target: targetNginx, method: "GET"},
-		caseEdgeA:  {target: targetEdge, method: "GET"},
-		caseEdgeB:  {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
-		caseEdgeC:  {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},
-		caseEdgeD:  {target: targetEdge, method: "GET", header: "JOB-TOKEN", token: "glcbt-J", upstream: 2},
+		caseDirect:    {target: targetDirect, method: "GET"},
+		caseNginx:     {target: targetNginx, method: "GET"},
+		caseEdgeA:     {target: targetEdge, method: "GET"},
+		caseEdgeB:     {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
+		caseEdgeC:     {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},
+		caseEdgeD:     {target: targetEdge, method: "GET", header: "JOB-TOKEN", token: "glcbt-J", upstream: 2},
+		caseTunnel:    {target: targetEdge, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
+		caseTunnelHop: {target: targetEdge2, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
 	}
 	if len(cases) != len(wants) {
 		t.Fatalf("cases: got %d, want %d", len(cases), len(wants))
@@ -97,6 +103,9 @@ func TestBuildCases(t *testing.T) {
 		}
 		if c.label == "" {
 			t.Errorf("%s: no label", c.id)
+		}
+		if got, want := c.viaAgent, c.id == caseTunnel || c.id == caseTunnelHop; got != want {
+			t.Errorf("%s: via agent: got %v, want %v", c.id, got, want)
 		}
 	}
 	if !needsEdge(cases[2:3]) || needsEdge(cases[:2]) || !needsNginx(cases[1:2]) || needsNginx(cases[2:]) {

@@ -58,6 +58,17 @@ func (s *supervisor) start(name string, argv []string) (*proc, error) {
 	return p, nil
 }
 
+// names are the processes started so far, in start order.
+func (s *supervisor) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.procs))
+	for i, p := range s.procs {
+		out[i] = p.name
+	}
+	return out
+}
+
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) exited() bool {

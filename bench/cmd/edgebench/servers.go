@@ -42,6 +42,15 @@ type harness struct {
 	edgeBin       string
 	edgePort      int
 	edgeOpsPort   int
+
+	// The tunnel cases: the agent (connected to edge), the second edge of the hop and the
+	// registry (Redis) the two edges share.
+	agent     *proc
+	edge2     *proc
+	edge2Port int
+	redis     *proc
+	redisAddr string
+	tokens    caseTokens
 }
 
 // pinned prefixes argv with taskset when pinning is on.
@@ -136,38 +145,59 @@ func (h *harness) startNginx(ctx context.Context) error {
 	return nil
 }
 
-// startEdge builds (unless given) and starts edge with three cells on the upstream's listeners.
+// buildEdge builds edge (unless given), which the harness also runs to mint the tunnel cases'
+// tokens.
+func (h *harness) buildEdge(ctx context.Context) error {
+	h.edgeBin = h.opts.edgeBin
+	if h.edgeBin != "" {
+		return nil
+	}
+	var err error
+	h.edgeBin, err = h.goBuild(ctx, "./cmd/edge", "edge")
+	return err
+}
+
+// startEdge starts edge with three cells on the upstream's listeners, and the agent sections the
+// selected tunnel cases need (none for the other cases).
 func (h *harness) startEdge(ctx context.Context, jwtPub string) error {
-	bin := h.opts.edgeBin
-	if bin == "" {
+	agents := bench.EdgeAgents{}
+	if needsAgent(h.opts.cases) {
 		var err error
-		if bin, err = h.goBuild(ctx, "./cmd/edge", "edge"); err != nil {
+		if agents, err = h.edgeAgents(true); err != nil {
 			return err
 		}
 	}
-	pub, err := freePort()
-	if err != nil {
-		return err
-	}
-	ops, err := freePort()
-	if err != nil {
-		return err
-	}
-	conf := filepath.Join(h.dir, "edge.yaml")
-	cfg := bench.EdgeConfig(pub, ops, h.upstreamPorts, jwtPub, jwtIssuer, jwtAudience, jwtKid)
-	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
-		return fmt.Errorf("write edge config: %w", err)
-	}
-	h.edgeBin = bin
-	p, err := h.sup.start("edge", h.pinned(h.opts.serverCPU, bin, "serve", "--config", conf))
+	p, pub, ops, err := h.startEdgeProc(ctx, "edge", jwtPub, agents)
 	if err != nil {
 		return err
 	}
 	h.edge, h.edgePort, h.edgeOpsPort = p, pub, ops
-	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", ops)); err != nil {
-		return fmt.Errorf("edge: %w", err)
-	}
 	return nil
+}
+
+// startEdgeProc writes name.yaml and starts an edge with it, ready when its /readyz is 200.
+func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents bench.EdgeAgents) (*proc, int, int, error) {
+	pub, err := freePort()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	ops, err := freePort()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	conf := filepath.Join(h.dir, name+".yaml")
+	cfg := bench.EdgeConfig(pub, ops, h.upstreamPorts, jwtPub, jwtIssuer, jwtAudience, jwtKid, agents)
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		return nil, 0, 0, fmt.Errorf("write %s config: %w", name, err)
+	}
+	p, err := h.sup.start(name, h.pinned(h.opts.serverCPU, h.edgeBin, "serve", "--config", conf))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", ops)); err != nil {
+		return nil, 0, 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, pub, ops, nil
 }
 
 // freePort asks the kernel for a free loopback port. Another process could take it before the

@@ -13,6 +13,7 @@ import (
 // tools are the external programs the harness runs.
 type tools struct {
 	nginx, wrk string
+	redis      string // empty unless the cases need it (the hop's shared registry)
 	taskset    string // empty: no pinning
 	perf       string // empty: no profiling
 }
@@ -31,9 +32,10 @@ func findTool(name string) string {
 	return ""
 }
 
-// ensureTools finds nginx and wrk, installing them with apt-get when they are missing and the
-// harness runs as root on Debian (as on CI), and finds taskset and perf if they are there.
-func ensureTools(ctx context.Context, noInstall bool) (tools, error) {
+// ensureTools finds nginx, wrk and (when needRedis) redis-server, installing them with apt-get
+// when they are missing and the harness runs as root on Debian (as on CI), and finds taskset and
+// perf if they are there.
+func ensureTools(ctx context.Context, noInstall, needRedis bool) (tools, error) {
 	t := tools{nginx: findTool("nginx"), wrk: findTool("wrk"), taskset: findTool("taskset"), perf: findTool("perf")}
 	var missing []string
 	if t.nginx == "" {
@@ -41,6 +43,11 @@ func ensureTools(ctx context.Context, noInstall bool) (tools, error) {
 	}
 	if t.wrk == "" {
 		missing = append(missing, "wrk")
+	}
+	if needRedis {
+		if t.redis = findTool("redis-server"); t.redis == "" {
+			missing = append(missing, "redis-server")
+		}
 	}
 	if len(missing) == 0 {
 		return t, nil
@@ -54,14 +61,17 @@ func ensureTools(ctx context.Context, noInstall bool) (tools, error) {
 		return t, err
 	}
 	t.nginx, t.wrk = findTool("nginx"), findTool("wrk")
-	if t.nginx == "" || t.wrk == "" {
-		return t, errors.New("nginx or wrk still missing after apt-get install")
+	if needRedis {
+		t.redis = findTool("redis-server")
+	}
+	if t.nginx == "" || t.wrk == "" || (needRedis && t.redis == "") {
+		return t, errors.New("nginx, wrk or redis-server still missing after apt-get install")
 	}
 	return t, nil
 }
 
 // aptInstall installs pkgs without letting their maintainer scripts start a system nginx on
-// port 80: a process the harness would have started and not stopped. Debian's policy-rc.d hook
+// port 80 or a system redis: processes the harness would have started and not stopped. Debian's policy-rc.d hook
 // (exit 101: "action forbidden") is the documented way; an existing one is left alone.
 func aptInstall(ctx context.Context, pkgs []string) error {
 	const policy = "/usr/sbin/policy-rc.d"
