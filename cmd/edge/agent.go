@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +22,8 @@ import (
 // cmdAgent runs an agent: it dials the edge, holds a multiplexed connection and serves each
 // request that arrives on it from a local upstream.
 func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("agent", "agent --edge URL --token-file F --allow-port N [--allow-port N]... [flags]", stderr)
+	fs := newFlagSet("agent", "agent [--config agent.yaml] | --edge URL --token-file F --allow-port N [--allow-port N]... [flags]", stderr)
+	cfgPath := fs.String("config", "", "agent config file (flags given as well override it)")
 	edgeURL := fs.String("edge", "", "base URL of the edge (the agent appends "+tunnel.ConnectPath+")")
 	tokenFile := fs.String("token-file", "", "file holding the agent token (read at every connect)")
 	var ports, maps multiFlag
@@ -36,54 +38,93 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *edgeURL == "" || *tokenFile == "" {
-		return usagef("agent: --edge and --token-file are required")
+	a := &config.AgentFile{Connections: 1, Log: config.Log{Level: "info", Format: "json"}, Upstreams: map[int]string{}}
+	if *cfgPath != "" {
+		loaded, err := config.LoadAgent(*cfgPath)
+		if err != nil {
+			return usageError{err}
+		}
+		a = loaded
 	}
-	upstreams, err := agentUpstreams(ports, maps)
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "edge":
+			a.Edge = *edgeURL
+		case "token-file":
+			a.TokenFile = *tokenFile
+		case "connections":
+			a.Connections = *conns
+		case "max-age":
+			a.MaxAge.Duration = *maxAge
+		case "insecure-skip-verify":
+			a.InsecureSkipVerify = *insecure
+		case "ops":
+			a.Ops = *opsAddr
+		case "log-level":
+			a.Log.Level = *level
+		case "ca-file":
+			if a.CA, err = os.ReadFile(*caFile); err != nil {
+				err = usagef("agent: --ca-file: %w", err)
+			}
+		}
+	})
 	if err != nil {
 		return err
 	}
-	log := newLogger(config.Log{Level: *level, Format: "json"}, stderr)
+	if len(ports) > 0 || len(maps) > 0 {
+		if a.Upstreams, err = agentUpstreams(ports, maps); err != nil {
+			return err
+		}
+	}
+	if a.Connections < 1 {
+		return usagef("agent: --connections must be at least 1")
+	}
+	if a.Edge == "" || a.TokenFile == "" || len(a.Upstreams) == 0 {
+		return usagef("agent: an edge URL, a token file and at least one port are required (--config, or --edge, --token-file and --allow-port)")
+	}
+	return runAgent(ctx, a, stderr)
+}
+
+func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error {
+	log := newLogger(a.Log, stderr)
 	var tlsConfig *tls.Config
-	if *caFile != "" || *insecure {
-		tlsConfig = &tls.Config{InsecureSkipVerify: *insecure}
-		if *caFile != "" {
-			pem, err := os.ReadFile(*caFile)
-			if err != nil {
-				return usageError{err}
-			}
+	if len(a.CA) > 0 || a.InsecureSkipVerify {
+		tlsConfig = &tls.Config{InsecureSkipVerify: a.InsecureSkipVerify}
+		if len(a.CA) > 0 {
 			tlsConfig.RootCAs = x509.NewCertPool()
-			if !tlsConfig.RootCAs.AppendCertsFromPEM(pem) {
-				return usagef("agent: --ca-file %s holds no PEM certificate", *caFile)
+			if !tlsConfig.RootCAs.AppendCertsFromPEM(a.CA) {
+				return usagef("agent: the CA file holds no PEM certificate")
 			}
 		}
 	}
 	b := readBuildInfo()
 	reg := newRegistry()
 	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
-		EdgeURL:          *edgeURL,
-		Token:            tunnel.TokenFile(*tokenFile),
+		EdgeURL:          a.Edge,
+		Token:            tunnel.TokenFile(a.TokenFile),
 		Info:             tunnel.AgentInfo{Version: b.Version, Commit: b.Commit, PodNamespace: os.Getenv("POD_NAMESPACE"), PodName: os.Getenv("POD_NAME")},
-		Upstreams:        upstreams,
+		Upstreams:        a.Upstreams,
 		TLSConfig:        tlsConfig,
-		Connections:      *conns,
-		MaxConnectionAge: *maxAge,
+		Connections:      a.Connections,
+		MaxConnectionAge: a.MaxAge.Duration,
 		Logger:           log,
 		Metrics:          reg,
 	})
 	if err != nil {
 		return usageError{err}
 	}
-	if *opsAddr != "" {
+	if a.Ops != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-			if agent.Status().Connected == 0 {
+			connected := agent.Status().Connected
+			if connected == 0 {
 				w.WriteHeader(http.StatusServiceUnavailable)
 			}
-			fmt.Fprintf(w, "connected %d\n", agent.Status().Connected)
+			fmt.Fprintf(w, "connected %d\n", connected)
 		})
-		srv := &http.Server{Addr: *opsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Addr: a.Ops, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
 				log.Error("agent ops listener failed", "error", err)
@@ -91,7 +132,7 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}()
 		defer srv.Close()
 	}
-	log.Info("agent starting", "edge", *edgeURL, "ports", len(upstreams))
+	log.Info("agent starting", "edge", a.Edge, "ports", len(a.Upstreams))
 	return agent.Run(ctx)
 }
 
