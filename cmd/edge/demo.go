@@ -20,6 +20,7 @@ import (
 
 	"gitlab.com/edge/edge/internal/cellsim"
 	"gitlab.com/edge/edge/tokens"
+	"gitlab.com/edge/edge/tunnel"
 )
 
 // cmdDemo runs edge on embedded defaults with two demo cells on loopback and prints what to try.
@@ -65,9 +66,19 @@ tokens:
   job_jwt:
     keys: [{kid: demo, alg: ES256, file: jwt.pub}]
     issuer: "https://gitlab.demo"
+agents:
+  keys: [{alg: HS256, file: agent.key}]
+  wait: 10s
+gitlab_api: {secret_file: gitlab-api.key}
 shutdown: {grace: 2s}
 log: {level: warn, format: text}
 `, *public, *ops, cell1.url, cell2.url)
+	agentKey, apiKey := demoSecret(), demoSecret()
+	for name, secret := range map[string][]byte{"agent.key": agentKey, "gitlab-api.key": apiKey} {
+		if err := os.WriteFile(filepath.Join(dir, name), secret, 0o600); err != nil {
+			return err
+		}
+	}
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
 		return err
 	}
@@ -90,8 +101,19 @@ log: {level: warn, format: text}
 	if strings.Contains(self, "go-build") {
 		self = "go run ./cmd/edge"
 	}
+	workspacePort, err := startDemoWorkspace(ctx, log)
+	if err != nil {
+		return err
+	}
+	if err := startDemoAgent(ctx, "http://"+*public, "http://"+*ops, agentKey, workspacePort, log); err != nil {
+		return err
+	}
+	apiToken, err := tokens.MintGitLabAPIToken(apiKey, "", "", time.Now(), 24*time.Hour)
+	if err != nil {
+		return err
+	}
 	printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
-		tok2: tok2, jobID: jobID})
+		tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort})
 	return serve(ctx, cfg, log)
 }
 
@@ -145,8 +167,72 @@ func mintDemoRoutable(keys tokens.Keys) (string, error) {
 }
 
 type demoInfo struct {
-	edge, ops, cfg, self, tok2 string
-	jobID                      uint64
+	edge, ops, cfg, self, tok2, apiToken string
+	jobID                                uint64
+	workspacePort                        int
+}
+
+func demoSecret() []byte {
+	return []byte(rand.Text() + rand.Text())
+}
+
+// startDemoWorkspace serves the page the demo agent exposes.
+func startDemoWorkspace(ctx context.Context, log *slog.Logger) (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from the demo workspace, through the agent's tunnel: %s %s\n", r.Method, r.URL.Path)
+	})}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("demo workspace stopped", "error", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startDemoAgent runs an agent in this process; it dials the edge like any other agent, once
+// the edge is ready.
+func startDemoAgent(ctx context.Context, edgeURL, opsURL string, key []byte, port int, log *slog.Logger) error {
+	token, err := tokens.MintAgentToken(tokens.MintAgentOptions{Key: key, Algorithm: "HS256", Audience: tokens.DefaultAgentAudience,
+		AgentID: "demo-agent", ProjectID: "1", IssuedAt: time.Now(), ExpiresAt: time.Now().Add(24 * time.Hour)})
+	if err != nil {
+		return err
+	}
+	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
+		EdgeURL:    edgeURL,
+		Token:      func(context.Context) (string, error) { return token, nil },
+		Info:       tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
+		Upstreams:  tunnel.AllowPorts(port),
+		MinBackoff: 200 * time.Millisecond,
+		Logger:     log,
+	})
+	if err != nil {
+		return err
+	}
+	go func() {
+		for ctx.Err() == nil {
+			resp, err := http.Get(opsURL + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		agent.Run(ctx)
+	}()
+	return nil
 }
 
 func printDemo(w io.Writer, d demoInfo) {
@@ -175,10 +261,18 @@ curl -si %[1]s/api/v4/jobs/1/artifacts -H 'JOB-TOKEN: %[4]s' -H "PRIVATE-TOKEN: 
 %[3]s explain --config %[2]s -X POST -H 'RUNNER-TOKEN: %[4]s' %[1]s/api/v4/jobs/request
 %[3]s token decode %[4]s
 
+# 7. An agent ("demo-agent") dialled out to edge and serves a demo workspace on port %[8]d. GitLab
+#    asks any edge which instance holds it, and sends requests through its tunnel:
+API='Authorization: Bearer %[7]s'
+curl -s %[1]s/-/api/v1/agents/demo-agent/connections -H "$API"
+curl -si %[1]s/-/api/v1/agents/demo-agent/proxy/%[8]d/hello -H "$API"
+#    An agent that is not connected: edge waits agents.wait (10 s here), then 504 naming it:
+curl -si %[1]s/-/api/v1/agents/nobody/proxy/%[8]d/ -H "$API"
+
 # Metrics and readiness:
 curl -s %[6]s/metrics | grep ^edge_
 curl -s %[6]s/readyz
 
 Ctrl-C stops everything.
-`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops)
+`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops, d.apiToken, d.workspacePort)
 }
