@@ -95,24 +95,36 @@ type base36Claim struct {
 }
 
 func (c *base36Claim) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		return nil
+	text, quoted, null, err := claimText(b)
+	if null || err != nil {
+		return err
 	}
 	var ok bool
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return ErrBadClaim
-		}
-		c.v, ok = parseBase36(s)
+	if quoted {
+		c.v, ok = parseBase36(text)
 	} else {
-		c.v, ok = parseDecimal(string(b))
+		c.v, ok = parseDecimal(text)
 	}
 	if !ok {
 		return ErrBadClaim
 	}
 	c.set = true
 	return nil
+}
+
+// claimText reads a claim that may be a JSON string or a bare value: its text, whether it was
+// quoted, and whether it was null (absent).
+func claimText(b []byte) (text string, quoted, null bool, err error) {
+	if bytes.Equal(b, []byte("null")) {
+		return "", false, true, nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &text); err != nil {
+			return "", true, false, ErrBadClaim
+		}
+		return text, true, false, nil
+	}
+	return string(b), false, false, nil
 }
 
 // decimalClaim is an older-form routing claim (cell_id, organization_id): a JSON integer, or a
@@ -123,17 +135,12 @@ type decimalClaim struct {
 }
 
 func (c *decimalClaim) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		return nil
-	}
-	s := string(b)
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return ErrBadClaim
-		}
+	text, _, null, err := claimText(b)
+	if null || err != nil {
+		return err
 	}
 	var ok bool
-	if c.v, ok = parseDecimal(s); !ok {
+	if c.v, ok = parseDecimal(text); !ok {
 		return ErrBadClaim
 	}
 	c.set = true

@@ -1,10 +1,5 @@
 package tokens
 
-import (
-	"bytes"
-	"encoding/json"
-)
-
 const maxIDLen = 64
 
 // idClaim is an agent_id or project_id: a string that validID accepts, or a JSON integer taken
@@ -15,16 +10,14 @@ type idClaim struct {
 }
 
 func (c *idClaim) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		return nil
+	s, quoted, null, err := claimText(b)
+	if null || err != nil {
+		return err
 	}
-	s := string(b)
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
+	if !quoted {
+		if s = decimalInteger(s); s == "" {
 			return ErrBadClaim
 		}
-	} else if s = decimalInteger(s); s == "" {
-		return ErrBadClaim
 	}
 	if !validID(s) {
 		return ErrBadClaim
