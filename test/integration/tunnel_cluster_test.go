@@ -274,3 +274,16 @@ func (c *tunnelCluster) liveEdges() []*edgeProc {
 func (c *tunnelCluster) edgeName(e *edgeProc) string {
 	return fmt.Sprintf("edge %d", slices.Index(c.edges, e))
 }
+
+// startAgentBehindBalancer connects agentID through a TCP load balancer in front of every edge,
+// so that it can reconnect to another edge when the one holding it goes away.
+func (c *tunnelCluster) startAgentBehindBalancer(t *testing.T, agentID string, up *upstream) *tcpBalancer {
+	t.Helper()
+	var backends []string
+	for _, e := range c.edges {
+		backends = append(backends, strings.TrimPrefix(e.PublicURL, "http://"))
+	}
+	lb := startBalancer(t, backends...)
+	c.startAgent(agentID, lb.URL(), up)
+	return lb
+}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,12 +14,7 @@ func TestTunnelEdgeDrained(t *testing.T) {
 	t.Parallel()
 	c := newTunnelCluster(t, 3)
 	up := startUpstream(t, "a1")
-	var backends []string
-	for _, e := range c.edges {
-		backends = append(backends, strings.TrimPrefix(e.PublicURL, "http://"))
-	}
-	lb := startBalancer(t, backends...)
-	c.startAgent("a1", lb.URL(), up)
+	c.startAgentBehindBalancer(t, "a1", up)
 	c.waitHeld(t, "a1", c.edges[0], 15*time.Second)
 
 	drained := c.edges[0]

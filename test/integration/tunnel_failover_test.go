@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -18,12 +17,7 @@ func TestTunnelEdgeKilled(t *testing.T) {
 	t.Parallel()
 	c := newTunnelCluster(t, 3)
 	up := startUpstream(t, "a1")
-	var backends []string
-	for _, e := range c.edges {
-		backends = append(backends, strings.TrimPrefix(e.PublicURL, "http://"))
-	}
-	lb := startBalancer(t, backends...)
-	c.startAgent("a1", lb.URL(), up)
+	c.startAgentBehindBalancer(t, "a1", up)
 	c.waitHeld(t, "a1", c.edges[0], 15*time.Second)
 	for _, e := range c.edges {
 		wantServedBy(t, c.echo(t, e, "a1", up), "a1")
