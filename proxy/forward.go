@@ -36,8 +36,9 @@ func (t *target) requests(kind TrafficKind, status int) prometheus.Counter {
 func (p *Proxy) newTargets(o Options) map[uint64]*target {
 	plainTransport, longPollTransport := o.Transport, o.Transport
 	if o.Transport == nil {
-		plainTransport = newTransport(o.DialTimeout, o.UpstreamTimeout)
-		longPollTransport = newTransport(o.DialTimeout, o.LongPollTimeout)
+		plain, longPoll := newTransport(o.DialTimeout, o.UpstreamTimeout), newTransport(o.DialTimeout, o.LongPollTimeout)
+		p.transports = []*http.Transport{plain, longPoll}
+		plainTransport, longPollTransport = plain, longPoll
 	}
 	buffers := &bufferPool{}
 	buffers.pool.New = func() any { return new([copyBufferSize]byte) }
@@ -59,6 +60,14 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 		targets[cell.ID] = t
 	}
 	return targets
+}
+
+// CloseIdleConnections closes the idle upstream connections of a proxy a config reload
+// replaced; those in use finish their requests.
+func (p *Proxy) CloseIdleConnections() {
+	for _, t := range p.transports {
+		t.CloseIdleConnections()
+	}
 }
 
 func newTransport(dialTimeout, responseHeaderTimeout time.Duration) *http.Transport {

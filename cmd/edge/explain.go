@@ -39,7 +39,7 @@ func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	d, decideErr := rt.proxy.Explain(req)
+	d, decideErr := rt.runner.Load().Explain(req)
 	out, err := explainJSON(req, d, decideErr)
 	if err != nil {
 		return err

@@ -25,15 +25,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	return serve(ctx, cfg, log)
+	return serve(ctx, cfg, *path, log)
 }
 
 // serve runs until ctx ends (SIGTERM/SIGINT), then drains: /readyz turns 503, the public
 // listener stops accepting, and requests in flight, long polls included, get up to
 // shutdown.grace to finish.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+func serve(ctx context.Context, cfg *config.Config, path string, log *slog.Logger) error {
 	reg := newRegistry()
 	rt, err := buildRouter(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	reloads, err := newReloader(path, cfg, rt, reg)
 	if err != nil {
 		return err
 	}
@@ -77,6 +81,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
 	rt.agents.run(runCtx)
+	go reloads.run(runCtx, 2*time.Second)
 	errc := make(chan error, 3)
 	go func() { errc <- serveOn(public, publicLn) }()
 	go func() { errc <- serveOn(ops, opsLn) }()

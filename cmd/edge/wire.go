@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,13 +32,38 @@ func loadConfig(path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// router is everything the listeners serve, built from one config.
+// router is everything the listeners serve. The runner proxy is swapped whole on a config
+// reload; requests in flight finish on the one they started with.
 type router struct {
-	proxy  *proxy.Proxy
-	agents *agentParts
+	runner  atomic.Pointer[proxy.Proxy]
+	agents  *agentParts
+	metrics *proxy.Metrics         // shared by every runner proxy: registered once
+	learned *discovery.LearnedJobs // outlives reloads: what was learned stays learned
+	log     *slog.Logger
 }
 
 func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*router, error) {
+	rt := &router{
+		learned: discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
+		log:     log,
+	}
+	var err error
+	if rt.metrics, err = proxy.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	p, err := rt.buildRunnerProxy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt.runner.Store(p)
+	if rt.agents, err = buildAgents(cfg, log, reg); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// buildRunnerProxy builds the runner proxy of one config: cells, token keys, classify, limits.
+func (rt *router) buildRunnerProxy(cfg *config.Config) (*proxy.Proxy, error) {
 	cells, err := buildCells(cfg.Cells)
 	if err != nil {
 		return nil, usageError{err}
@@ -51,8 +77,9 @@ func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		UpstreamTimeout: cfg.Routing.UpstreamTimeout.Duration,
 		DialTimeout:     cfg.Routing.DialTimeout.Duration,
 		TrustedProxies:  cfg.Routing.TrustedPrefixes,
-		Learned:         discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
-		Log:             log,
+		Learned:         rt.learned,
+		Log:             rt.log,
+		Metrics:         rt.metrics,
 	}
 	if cfg.Tokens.JobJWT.Verify {
 		v, err := buildVerifier(cfg.Tokens)
@@ -67,25 +94,14 @@ func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		c, err := discovery.NewClassifier(discovery.ClassifierOptions{
 			URL:     cfg.Routing.ClassifyURL,
 			Timeout: cfg.Routing.ClassifyTimeout.Duration,
-			Log:     log,
+			Log:     rt.log,
 		})
 		if err != nil {
 			return nil, usageError{fmt.Errorf("routing.classify_url: %w", err)}
 		}
 		opts.Classifier = c
 	}
-	if opts.Metrics, err = proxy.NewMetrics(reg); err != nil {
-		return nil, err
-	}
-	p, err := proxy.New(opts)
-	if err != nil {
-		return nil, err
-	}
-	agents, err := buildAgents(cfg, log, reg)
-	if err != nil {
-		return nil, err
-	}
-	return &router{proxy: p, agents: agents}, nil
+	return proxy.New(opts)
 }
 
 // Handler dispatches the public listener by path prefix. It is not a ServeMux on purpose: a
@@ -108,7 +124,7 @@ func (rt *router) Handler() http.Handler {
 			stripEdgeHeaders(r.Header)
 			rt.agents.gitlabAPI.ServeHTTP(w, r)
 		default:
-			rt.proxy.ServeHTTP(w, r)
+			rt.runner.Load().ServeHTTP(w, r)
 		}
 	})
 }
