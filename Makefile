@@ -1,5 +1,5 @@
 GO ?= go
-FUZZTIME ?= 8s
+FUZZEXECS ?= 150000
 # make bench BENCH_FLAGS=--quick for a short run
 BENCH_FLAGS ?=
 
@@ -14,7 +14,7 @@ demo:
 	$(GO) run ./cmd/edge demo
 
 # Every test: static checks, unit and integration tests (real edge binary, real processes),
-# then each fuzz target for $(FUZZTIME).
+# then each fuzz target for a bounded number of executions (FUZZEXECS; see scripts/fuzz.sh).
 test: deps vet unit fuzz
 
 deps:
@@ -27,7 +27,7 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 fuzz:
-	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+	FUZZEXECS=$(FUZZEXECS) ./scripts/fuzz.sh
 
 bench:
 	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server
