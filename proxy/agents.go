@@ -158,6 +158,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 	waitCtx, cancel := context.WithTimeout(ctx, a.o.Wait)
 	defer cancel()
 	waited := false
+	var pause time.Duration
 	for {
 		if rt := a.localTransport(t); rt != nil {
 			at := &attempt{target: t, local: rt, body: body}
@@ -209,6 +210,17 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 		_, err = a.o.Registry.Wait(waitCtx, t.AgentID)
 		switch {
 		case err == nil:
+			// The registry lists the agent, but nothing here could reach it (an entry that is
+			// about to go, or a tunnel that just closed): look again after a short pause rather
+			// than spin until the entry settles.
+			// The first wake-up is the agent connecting: try at once.
+			if pause > 0 {
+				select {
+				case <-waitCtx.Done():
+				case <-time.After(pause):
+				}
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), 500*time.Millisecond)
 			continue
 		case a.draining():
 			a.fail(w, r, t, ErrDraining)
