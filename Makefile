@@ -8,7 +8,7 @@ BENCH_FLAGS ?=
 all: build
 
 build:
-	$(GO) build -o bin/edge ./cmd/edge
+	$(GO) build -buildvcs=auto -o bin/edge ./cmd/edge
 
 demo:
 	$(GO) run ./cmd/edge demo

@@ -47,12 +47,13 @@ const usageText = `edge: the front door of a platform split into cells.
 
 Usage:
   edge serve   --config edge.yaml       run the router
-  edge agent   --edge URL --token-file F --allow-port N...
+  edge agent   --config agent.yaml | --edge URL --token-file F --allow-port N...
                                         run an agent: dial the edge, serve local upstreams
   edge check   --config edge.yaml       validate a config; list every problem
   edge explain --config edge.yaml [-X METHOD] [-H 'K: V']... [-d BODY] URL
                                         print the routing decision for one request
-  edge token mint routable|job ...      mint tokens for tests and tooling
+  edge token mint routable|job|agent|gitlab-api ...
+                                        mint tokens for tests and tooling
   edge token decode TOKEN|-             print a token's routing keys
   edge demo                             run a self-contained demo on loopback
   edge version                          print version, commit and Go version
