@@ -49,3 +49,17 @@ func TestCheckRefusesBadConfigWithExit2(t *testing.T) {
 		}
 	}
 }
+
+func TestExplainAgentProxyPath(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"explain", "--config", "../../examples/agents.yaml",
+		"http://edge/-/api/v1/agents/a1/connections/c9/proxy/3000/ws"}, strings.NewReader(""), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{`"traffic": "gitlab_api"`, `"agent_id": "a1"`, `"connection_id": "c9"`, `"port": "3000"`, `"upstream_path": "/ws"`} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("explain output lacks %s:\n%s", want, stdout.String())
+		}
+	}
+}
