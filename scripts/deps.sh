@@ -9,5 +9,14 @@ done
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
 echo "installing: ${need[*]}"
+# The tests start their own redis-server and nginx: keep the packages from starting system services
+# (which could fail, and fail the install, on a machine without an init system or with port 80 taken).
+policy=/usr/sbin/policy-rc.d
+added_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && added_policy=1
+fi
+cleanup() { [ -n "$added_policy" ] && $sudo rm -f "$policy"; return 0; }
+trap cleanup EXIT
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
