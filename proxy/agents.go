@@ -210,10 +210,9 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 		_, err = a.o.Registry.Wait(waitCtx, t.AgentID)
 		switch {
 		case err == nil:
-			// The registry lists the agent, but nothing here could reach it (an entry that is
-			// about to go, or a tunnel that just closed): look again after a short pause rather
-			// than spin until the entry settles.
-			// The first wake-up is the agent connecting: try at once.
+			// The first wake-up is the agent connecting: try at once. If it comes again, the
+			// registry lists the agent but nothing here can reach it yet (an entry about to go,
+			// a tunnel that just closed): pause, growing, rather than spin until it settles.
 			if pause > 0 {
 				select {
 				case <-waitCtx.Done():
