@@ -30,14 +30,6 @@ const (
 	HeaderNotHere      = "Edge-Not-Here"
 )
 
-var (
-	ErrAgentNotConnected = errors.New("agent not connected")
-	ErrRegistryDown      = errors.New("agent registry unavailable")
-	ErrDraining          = errors.New("edge is shutting down")
-	ErrTooManyStreams    = errors.New("too many requests in flight to the agent")
-	errNotHere           = errors.New("holder answered not here")
-)
-
 // Tunnels are this edge's own agent connections.
 type Tunnels interface {
 	// Transport reaches agentID over any of its local connections, nil when there is none.

@@ -17,8 +17,12 @@ var (
 	ErrInvalidJobToken   = errors.New("job token failed verification")
 	ErrUnauthorized      = errors.New("missing or invalid credentials")
 	ErrHopLimit          = errors.New("hop limit exceeded")
-	ErrNotFound          = errors.New("not found")
 	ErrBadRequest        = errors.New("bad request")
+	ErrAgentNotConnected = errors.New("agent not connected")
+	ErrRegistryDown      = errors.New("agent registry unavailable")
+	ErrDraining          = errors.New("edge is shutting down")
+	ErrTooManyStreams    = errors.New("too many requests in flight to the agent")
+	errNotHere           = errors.New("holder answered not here")
 )
 
 // statusClientClosed is nginx's 499: the client went away before the answer.
@@ -51,8 +55,6 @@ func statusOf(err error) (status int, cause string) {
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, ErrHopLimit):
 		return http.StatusLoopDetected, "hop_limit"
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound, "not_found"
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest, "bad_request"
 	case errors.Is(err, context.Canceled):
