@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
@@ -60,20 +61,24 @@ type AgentTarget struct {
 }
 
 type AgentRouterOptions struct {
-	Self       string // this edge's advertise_internal URL
-	Tunnels    Tunnels
-	Registry   AgentQuerier
-	Minter     InternalMinter    // nil: no edge-to-edge forwarding
-	Peers      http.RoundTripper // transport to other edges' internal listeners; nil: built here
-	Wait       time.Duration     // how long a request waits for the agent (default 20 s)
-	Draining   <-chan struct{}   // closed when the edge drains: waiting requests get 503
-	Log        *slog.Logger
-	Registerer prometheus.Registerer
+	Self     string // this edge's advertise_internal URL
+	Tunnels  Tunnels
+	Registry AgentQuerier
+	Minter   InternalMinter    // nil: no edge-to-edge forwarding
+	Peers    http.RoundTripper // transport to other edges' internal listeners; nil: built here
+	Wait     time.Duration     // how long a request waits for the agent (default 20 s)
+	// HolderCache is how long the entry edge reuses a registry answer naming other holders
+	// (default 1 s; negative: never). A stale answer costs one "not here" and a fresh lookup.
+	HolderCache time.Duration
+	Draining    <-chan struct{} // closed when the edge drains: waiting requests get 503
+	Log         *slog.Logger
+	Registerer  prometheus.Registerer
 }
 
 // AgentRouter sends requests to agents: through a local tunnel, or to the edge that holds one.
 type AgentRouter struct {
 	o       AgentRouterOptions
+	holders *lru.Cache[string, cachedHolders]
 	local   *httputil.ReverseProxy
 	remote  *httputil.ReverseProxy
 	metrics *agentMetrics
@@ -92,11 +97,18 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 	if o.Peers == nil {
 		o.Peers = newTransport(5*time.Second, 0)
 	}
+	if o.HolderCache == 0 {
+		o.HolderCache = time.Second
+	}
 	m, err := newAgentMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	a := &AgentRouter{o: o, metrics: m}
+	cache, err := lru.New[string, cachedHolders](holderCacheSize)
+	if err != nil {
+		return nil, err
+	}
+	a := &AgentRouter{o: o, metrics: m, holders: cache}
 	// Large copy buffers make large tunnel frames (see tunnel.CopyBufferSize).
 	buffers := &tunnel.BufferPool{}
 	a.local = &httputil.ReverseProxy{
@@ -164,7 +176,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			}
 			// The tunnel went between lookup and use, before any byte was sent: look again.
 		}
-		conns, err := a.o.Registry.Lookup(ctx, t.AgentID)
+		conns, err := a.lookup(ctx, t.AgentID)
 		if err != nil && errors.Is(err, discovery.ErrRegistryUnavailable) {
 			a.fail(w, r, t, ErrRegistryDown)
 			a.observeWait(waited, "registry_unavailable")
@@ -181,6 +193,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 				return "remote"
 			}
 			a.metrics.notHere.Inc()
+			a.holders.Remove(t.AgentID)
 			// The holder has none of the agent's connections: forget all it was listed with,
 			// so no request takes another hop to learn the same thing.
 			for _, stale := range conns {
@@ -234,6 +247,27 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			return "error"
 		}
 	}
+}
+
+const holderCacheSize = 10000
+
+type cachedHolders struct {
+	conns []discovery.ConnInfo
+	until time.Time
+}
+
+// lookup asks the registry which edges hold an agent, reusing a recent answer that named other
+// holders: without it every forwarded request is a registry round trip.
+func (a *AgentRouter) lookup(ctx context.Context, agentID string) ([]discovery.ConnInfo, error) {
+	now := time.Now()
+	if c, ok := a.holders.Get(agentID); ok && now.Before(c.until) {
+		return c.conns, nil
+	}
+	conns, err := a.o.Registry.Lookup(ctx, agentID)
+	if err == nil && a.o.HolderCache > 0 && len(holders(conns, AgentTarget{AgentID: agentID}, a.o.Self)) > 0 {
+		a.holders.Add(agentID, cachedHolders{conns: conns, until: now.Add(a.o.HolderCache)})
+	}
+	return conns, err
 }
 
 func (a *AgentRouter) draining() bool {
