@@ -114,7 +114,7 @@ log: {level: warn, format: text}
 	}
 	printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
 		tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort})
-	return serve(ctx, cfg, cfgPath, log)
+	return serve(ctx, cfg, cfgPath, overrides{}, log)
 }
 
 type demoCell struct {

@@ -20,6 +20,7 @@ import (
 // restart.
 type reloader struct {
 	path       string
+	overrides  overrides
 	rt         *router
 	current    *config.Config
 	sum        [32]byte
@@ -28,9 +29,9 @@ type reloader struct {
 	hup        chan os.Signal
 }
 
-func newReloader(path string, cfg *config.Config, rt *router, reg prometheus.Registerer) (*reloader, error) {
+func newReloader(path string, o overrides, cfg *config.Config, rt *router, reg prometheus.Registerer) (*reloader, error) {
 	r := &reloader{
-		path: path, rt: rt, current: cfg,
+		path: path, overrides: o, rt: rt, current: cfg,
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_config_generation",
 			Help: "How many configs this process has applied: 1 at start, +1 per successful reload.",
@@ -87,6 +88,7 @@ func (r *reloader) reload(why string) {
 	r.sum = sha256.Sum256(data)
 	cfg, err := loadConfig(r.path)
 	if err == nil {
+		r.overrides.apply(cfg)
 		var p = r.rt.runner.Load()
 		next, buildErr := r.rt.buildRunnerProxy(cfg)
 		if buildErr == nil {

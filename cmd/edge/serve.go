@@ -15,29 +15,43 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "serve --config edge.yaml", stderr)
+	fs := newFlagSet("serve", "serve --config edge.yaml [--advertise-internal URL]", stderr)
 	path := fs.String("config", "edge.yaml", "config file")
+	advertise := fs.String("advertise-internal", "", "overrides listen.advertise_internal, e.g. http://$(POD_IP):8081 in a Kubernetes pod spec")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	o := overrides{advertiseInternal: *advertise}
 	cfg, err := loadConfig(*path)
 	if err != nil {
 		return err
 	}
+	o.apply(cfg)
 	log := newLogger(cfg.Log, stderr)
-	return serve(ctx, cfg, *path, log)
+	return serve(ctx, cfg, *path, o, log)
+}
+
+// overrides are what flags set over the config file, applied again on every reload.
+type overrides struct {
+	advertiseInternal string
+}
+
+func (o overrides) apply(cfg *config.Config) {
+	if o.advertiseInternal != "" {
+		cfg.Listen.AdvertiseInternal = o.advertiseInternal
+	}
 }
 
 // serve runs until ctx ends (SIGTERM/SIGINT), then drains: /readyz turns 503, the public
 // listener stops accepting, and requests in flight, long polls included, get up to
 // shutdown.grace to finish.
-func serve(ctx context.Context, cfg *config.Config, path string, log *slog.Logger) error {
+func serve(ctx context.Context, cfg *config.Config, path string, o overrides, log *slog.Logger) error {
 	reg := newRegistry()
 	rt, err := buildRouter(cfg, log, reg)
 	if err != nil {
 		return err
 	}
-	reloads, err := newReloader(path, cfg, rt, reg)
+	reloads, err := newReloader(path, o, cfg, rt, reg)
 	if err != nil {
 		return err
 	}
