@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"net/http"
 	"slices"
 	"syscall"
 	"testing"
@@ -37,5 +39,48 @@ func TestTunnelEdgeDrained(t *testing.T) {
 	})
 	for _, e := range c.edges[1:] {
 		wantServedBy(t, c.echo(t, e, "a1", up), "a1")
+	}
+}
+
+// TestTunnelDrainFinishesRequestsInFlight: requests through the holder's tunnel that are in
+// flight when it gets SIGTERM, entering it directly or through another edge, still get their
+// answers; the holder exits 0 afterwards.
+func TestTunnelDrainFinishesRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	c := newTunnelCluster(t, 2)
+	up := startUpstream(t, "a1")
+	c.startAgentBehindBalancer(t, "a1", up)
+	holder, other := c.edges[0], c.edges[1]
+	c.waitHeld(t, "a1", holder, 15*time.Second)
+
+	type result struct {
+		via  string
+		a    answer
+		err  error
+		took time.Duration
+	}
+	results := make(chan result, 2)
+	for _, e := range []*edgeProc{holder, other} {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			a, err := trySend(ctx, c.client, apiBase(e), outgoing{method: http.MethodGet,
+				path: proxyPath("a1", up.Port, "/slow?ms=1500"), header: c.authHeader()})
+			results <- result{c.edgeName(e), a, err, time.Since(start)}
+		}()
+	}
+	waitUntil(t, 10*time.Second, "both requests to reach the upstream", func() bool { return up.slow.Load() == 2 })
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		r := <-results
+		if r.err != nil || r.a.status != http.StatusOK || string(r.a.body) != "done" {
+			t.Errorf("request via %s in flight during the drain: %d %q %v, want 200 done", r.via, r.a.status, r.a.body, r.err)
+		}
+	}
+	if code, err := holder.wait(15 * time.Second); err != nil || code != 0 {
+		t.Errorf("drained holder: exit code %d, %v; want 0", code, err)
 	}
 }

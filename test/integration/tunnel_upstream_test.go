@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,12 +27,14 @@ import (
 //	/upload          {"sha256": ..., "bytes": ...} of the request body
 //	/download?n=&seed=  n bytes of generatedStream(seed)
 //	/ws              WebSocket: every message back, same type
+//	/slow?ms=N       answers "done" after N milliseconds
 //	/hold            blocks until the request's context ends (or 20 s), reported on held
 type upstream struct {
 	agent string
 	srv   *httptest.Server
 	Port  int
 	held  chan heldRequest
+	slow  atomic.Int32 // /slow requests that arrived
 }
 
 // heldRequest is a /hold request: entered when it arrives, then canceled or not when it ends.
@@ -93,6 +96,15 @@ func startUpstream(t *testing.T, agent string) *upstream {
 		}
 		defer c.CloseNow()
 		echoWebSocket(r.Context(), c)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		u.slow.Add(1)
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+			io.WriteString(w, "done")
+		}
 	})
 	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
 		u.held <- heldRequest{entered: true}
