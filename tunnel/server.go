@@ -251,6 +251,15 @@ func (s *Server) Lookup(agentID string) []*Conn {
 	return nil
 }
 
+// Connected reports whether the agent has a connection here that takes requests, without the
+// copy Lookup makes: the request path asks it for every request.
+func (s *Server) Connected(agentID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.agents[agentID]
+	return e != nil && len(e.conns) > 0
+}
+
 // Conn gives one connection of the agent by id, or nil if it is not taking requests.
 func (s *Server) Conn(agentID, connectionID string) *Conn {
 	for _, c := range s.Lookup(agentID) {

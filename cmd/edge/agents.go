@@ -210,7 +210,7 @@ func (a *agentParts) close() {
 type localTunnels struct{ s *tunnel.Server }
 
 func (l localTunnels) Transport(agentID string) http.RoundTripper {
-	if len(l.s.Lookup(agentID)) == 0 {
+	if !l.s.Connected(agentID) {
 		return nil
 	}
 	return l.s.Transport(agentID)
