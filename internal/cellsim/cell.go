@@ -36,7 +36,11 @@ type Options struct {
 	// ObjectStorageURL is where artifact downloads redirect to.
 	// Default: https://objects.cell<id>.example.com.
 	ObjectStorageURL string
-	Log              *slog.Logger
+	// PublicArtifacts lets a download with no token at all through, as for a public project's
+	// artifacts (edge demo shows routing by job id with it). A token that is sent must still
+	// be one the cell issued. Default: GitLab's rule, a job token is required.
+	PublicArtifacts bool
+	Log             *slog.Logger
 }
 
 // JobTokenSigner says how a cell signs JWT job tokens.

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -350,6 +351,68 @@ func TestArtifactsStreamed(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != cell.ArtifactURL(7) {
 		t.Errorf("download: got %d Location %q, want 302 %q", res.StatusCode, res.Header.Get("Location"), cell.ArtifactURL(7))
+	}
+}
+
+// TestArtifactDownload: a download is 302 only for a job with an artifact, with its job token,
+// or with no token at all when the cell's artifacts are public.
+func TestArtifactDownload(t *testing.T) {
+	tests := []struct {
+		name       string
+		public     bool
+		artifact   bool
+		token      string // "job": the job's own token
+		wantStatus int
+	}{
+		{"job token", false, true, "job", http.StatusFound},
+		{"job token, no artifact", false, false, "job", http.StatusNotFound},
+		{"no token", false, true, "", http.StatusForbidden},
+		{"no token, public artifacts", true, true, "", http.StatusFound},
+		{"wrong token, public artifacts", true, true, "glcbt-wrong", http.StatusForbidden},
+		{"job token, public artifacts", true, true, "job", http.StatusFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cell, srv := newCell(t, cellsim.Options{CellID: 2, JobIDBase: 2000000, PublicArtifacts: tt.public})
+			id, err := cell.AddJob()
+			if err != nil {
+				t.Fatalf("AddJob: %v", err)
+			}
+			if tt.artifact {
+				if err := cell.PutArtifact(id, []byte("zip")); err != nil {
+					t.Fatalf("PutArtifact: %v", err)
+				}
+			}
+			token := tt.token
+			if token == "job" {
+				j, _ := cell.Job(id)
+				token = j.Token
+			}
+			client := *srv.Client()
+			client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			req, _ := http.NewRequest("GET", srv.URL+"/api/v4/jobs/2000000/artifacts", nil)
+			if token != "" {
+				req.Header.Set("JOB-TOKEN", token)
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("download: %v", err)
+			}
+			res.Body.Close()
+			if res.StatusCode != tt.wantStatus {
+				t.Errorf("status: got %d, want %d", res.StatusCode, tt.wantStatus)
+			}
+			if tt.wantStatus == http.StatusFound && res.Header.Get("Location") != cell.ArtifactURL(id) {
+				t.Errorf("Location: got %q, want %q", res.Header.Get("Location"), cell.ArtifactURL(id))
+			}
+			if r := lastRecord(t, cell); r.Authorized != (tt.wantStatus != http.StatusForbidden) {
+				t.Errorf("authorized: got %v, want %v", r.Authorized, tt.wantStatus != http.StatusForbidden)
+			}
+		})
+	}
+	cell, _ := newCell(t, cellsim.Options{CellID: 2})
+	if err := cell.PutArtifact(99, nil); !errors.Is(err, cellsim.ErrNoJob) {
+		t.Errorf("PutArtifact of an unknown job: got %v, want ErrNoJob", err)
 	}
 }
 
