@@ -42,7 +42,16 @@ type Cell struct {
 	Legacy   bool      `yaml:"legacy"`
 	IDRanges []string  `yaml:"id_ranges"`
 	Ranges   []IDRange `yaml:"-"` // parsed from IDRanges by Validate
+	// PreserveHost: whether the cell sees the client's Host header (nil: yes; see KeepsHost).
+	PreserveHost *bool `yaml:"preserve_host"`
 }
+
+// KeepsHost tells whether requests reach the cell with the Host header the client sent, rather
+// than the host of the cell's URL. The default is yes: a GitLab cell is configured with the
+// platform's external URL, and Rails builds redirects and absolute URLs from the request's Host
+// and checks a browser's Origin against it (CSRF), so the cell must see the name the client used.
+// preserve_host: false is for a backend that routes by its own name (virtual hosting).
+func (c Cell) KeepsHost() bool { return c.PreserveHost == nil || *c.PreserveHost }
 
 // IDRange is an inclusive range of database ids ("2000000-3999999") owned by one cell.
 type IDRange struct{ Lo, Hi uint64 }
@@ -82,10 +91,16 @@ type Shutdown struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug, info, warn, error
 	Format string `yaml:"format"` // json, text
+	Access *bool  `yaml:"access"` // one line per request at info; nil: yes (see AccessLog)
 }
 
+// AccessLog tells whether each request is logged (a line at info when it is answered).
+func (l Log) AccessLog() bool { return l.Access == nil || *l.Access }
+
 // Default returns a config with every default filled in. It has no cells, so it is not valid as
-// it is; optional sections are nil (see DefaultRegistry and the like for theirs).
+// it is; optional sections are nil (see DefaultRegistry and the like for theirs). Its job-JWT rule
+// is on with the defaults of a tokens.job_jwt section (verify, so keys are needed); Parse turns the
+// rule off when the file has no such section.
 func Default() *Config {
 	return &Config{
 		Listen: Listen{Public: ":8080", Ops: "127.0.0.1:9090"},
@@ -103,7 +118,7 @@ func Default() *Config {
 			IdleTimeout:       Duration{120 * time.Second},
 		},
 		Tokens: Tokens{
-			JobJWT:    JobJWT{Verify: true, OnInvalid: OnInvalidIgnore, Audience: "gitlab-authz-token"},
+			JobJWT:    JobJWT{Enabled: true, Verify: true, OnInvalid: OnInvalidIgnore, Audience: "gitlab-authz-token"},
 			CacheSize: 100_000,
 		},
 		Agents:   Agents{Wait: Duration{20 * time.Second}, Leeway: Duration{30 * time.Second}},

@@ -71,7 +71,7 @@ func TestSectionDefaults(t *testing.T) {
 	writeFile(t, dir, "ws.yaml", "workspaces: []\n")
 	writeFile(t, dir, "tokens.csv", "t,u,1\n")
 	writeFile(t, dir, "c1.token", "tok\n")
-	c := mustParse(t, dir, lines(append(baseLines(),
+	c := mustParseUnserved(t, dir, lines(append(baseLines(),
 		"listen: {internal: \"127.0.0.1:8081\", advertise_internal: \"http://127.0.0.1:8081\"}",
 		"internal: {secret_file: internal.key}",
 		"registry:",
@@ -213,7 +213,6 @@ func TestMultipleProblems(t *testing.T) {
 	)
 	_, ps := parse(t, "", src)
 	want := []string{
-		"edge.yaml: tokens.job_jwt.verify: verify is true but no keys or jwks_file; set verify: false to route on unverified claims",
 		"edge.yaml:1: log.level: must be debug, info, warn or error",
 		"edge.yaml:3: listen.publik: unknown field (did you mean public?)",
 		"edge.yaml:4: cells: no cell has legacy: true; exactly one must (it gets every request no other rule routes)",

@@ -22,6 +22,16 @@ func Load(path string) (*Config, error) {
 // (relative to baseDir, made absolute in the config) and validates the whole. file names the
 // config in problems. A bad config gives Problems, listing every problem, sorted by line.
 func Parse(data []byte, file, baseDir string) (*Config, error) {
+	c, err := parseConfig(data, file, baseDir)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseConfig is Parse, but the config it decoded comes along with its Problems (nil when the
+// file is not YAML or its directory has no absolute path).
+func parseConfig(data []byte, file, baseDir string) (*Config, error) {
 	ch := newChecker(file, nil)
 	c := Default()
 	c.File = file
@@ -31,16 +41,14 @@ func Parse(data []byte, file, baseDir string) (*Config, error) {
 	} else if len(ch.problems) > 0 {
 		return nil, ch.err() // a file that is not YAML has nothing more worth saying
 	}
+	c.applyAbsent()
 	abs, err := filepath.Abs(baseDir)
 	if err != nil {
 		return nil, fmt.Errorf("config directory %s: %w", baseDir, err)
 	}
 	c.readFiles(&files{baseDir: abs, ch: ch})
 	c.validate(ch)
-	if err := ch.err(); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c, ch.err()
 }
 
 func (c *Config) readFiles(f *files) {
@@ -63,5 +71,19 @@ func (c *Config) readFiles(f *files) {
 	}
 	if c.Aggregation != nil {
 		c.Aggregation.readFiles(f)
+	}
+}
+
+// applyAbsent sets the defaults that depend on what the file leaves out, which only Parse knows
+// (from the paths it decoded): a code-built config keeps what its code set.
+func (c *Config) applyAbsent() {
+	if _, ok := c.lines["tokens.job_jwt"]; !ok {
+		// No section: the job-JWT rule is off, not "route on unverified claims".
+		c.Tokens.JobJWT.Enabled, c.Tokens.JobJWT.Verify = false, false
+	}
+	if r := c.Registry; r != nil && r.TTL.Duration > 0 {
+		if _, ok := c.lines["registry.refresh"]; !ok {
+			r.Refresh.Duration = r.TTL.Duration - r.TTL.Duration/5 // 4/5 of ttl, without overflow
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 type Registry struct {
 	Redis   Redis    `yaml:"redis"`
 	TTL     Duration `yaml:"ttl"`     // entries expire after this
-	Refresh Duration `yaml:"refresh"` // each edge rewrites its entries this often; less than TTL
+	Refresh Duration `yaml:"refresh"` // each edge rewrites its entries this often; less than TTL; default 4/5 of TTL
 }
 
 // Redis is a go-redis UniversalClient's options: Addr for one server, or Addrs (with MasterName
@@ -46,14 +47,22 @@ func DefaultRegistry() *Registry {
 	return r
 }
 
-// Internal holds the secret edges sign their edge-to-edge requests with.
+// Internal holds the secret edges sign their edge-to-edge requests with, and the addresses an
+// edge may forward to.
 type Internal struct {
 	SecretFile string `yaml:"secret_file"` // made absolute by Parse
 	Secret     []byte `yaml:"-"`           // the file's contents, trimmed; at least 32 bytes
+	// Peers are CIDRs (a bare IP is a /32 or /128) of the holder addresses (a holder's
+	// advertise_internal, as found in the registry) this edge forwards to edge-to-edge. The
+	// registry is shared, so a poisoned entry must not make an edge send requests, with its
+	// internal JWT, anywhere else. Nil: DefaultPeers.
+	Peers        []string       `yaml:"peers"`
+	PeerPrefixes []netip.Prefix `yaml:"-"` // parsed from Peers (or DefaultPeers) by Validate
 }
 
 func (c *Config) validateRegistry(ch *checker) {
 	checkSecret(ch, "internal.secret_file", c.Internal.SecretFile, c.Internal.Secret, false, "")
+	c.Internal.validatePeers(ch)
 	r := c.Registry
 	if r == nil {
 		return

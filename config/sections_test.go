@@ -151,14 +151,14 @@ func TestValidSections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mustParse(t, dir, lines(tt.src...))
+			mustParseUnserved(t, dir, lines(tt.src...))
 		})
 	}
 }
 
 func TestACMEPaths(t *testing.T) {
 	dir := sectionDir(t)
-	c := mustParse(t, dir, lines(with("tls:", "  acme: {domains: [edge.example.com], ca_root: ca.pem, storage: var/certs}")...))
+	c := mustParseUnserved(t, dir, lines(with("tls:", "  acme: {domains: [edge.example.com], ca_root: ca.pem, storage: var/certs}")...))
 	tests := []struct{ name, got, want string }{
 		{"storage", c.TLS.ACME.Storage, dir + "/var/certs"},
 		{"ca_root", c.TLS.ACME.CARoot, dir + "/ca.pem"},
@@ -172,4 +172,38 @@ func TestACMEPaths(t *testing.T) {
 	if len(c.TLS.ACME.CARootPEM) == 0 {
 		t.Errorf("ca_root: not read")
 	}
+}
+
+// TestUnservedSections: tls, workspaces and aggregation are parsed and checked, but refused
+// until this edge serves them, at the section's line, along with their own problems.
+func TestUnservedSections(t *testing.T) {
+	dir := sectionDir(t)
+	tests := []struct {
+		name, section string
+		src           []string
+		line          int
+		others        int // problems of the section's own
+	}{
+		{"tls", "tls", with("tls:", "  static: {cert_file: tls.crt, key_file: tls.key}"), 4, 0},
+		{"tls with its own problem", "tls", with("tls: {redirect_http: \":80\"}"), 4, 1},
+		{"workspaces", "workspaces", with(wsLines()...), 4, 0},
+		{"aggregation", "aggregation", with("log: {level: info}", "aggregation:", "  auth: {tokens_file: tokens.csv}",
+			"  clusters: [{name: c1, server: \"https://127.0.0.1:6441\", token_file: c.token}]"), 5, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ps := parse(t, dir, lines(tt.src...))
+			want := "not supported yet: " + tt.section + " is parsed but this edge does not serve it; remove the section"
+			p, ok := findMessage(ps, tt.section, want)
+			if !ok || p.Message != want || p.Line != tt.line {
+				t.Errorf("problems: got %v, want %s at line %d: %s", ps, tt.section, tt.line, want)
+			}
+			if got := len(ps) - 1; got != tt.others {
+				t.Errorf("other problems: got %d, want %d (%v)", got, tt.others, ps)
+			}
+		})
+	}
+	t.Run("null section is absent", func(t *testing.T) {
+		mustParse(t, dir, lines(with("tls:", "workspaces:", "aggregation:")...))
+	})
 }

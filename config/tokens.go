@@ -11,8 +11,16 @@ type Tokens struct {
 	CacheSize int    `yaml:"cache_size"` // verified tokens kept
 }
 
-// JobJWT configures verification of CI job token JWTs (tokens.md section 2).
+// JobJWT configures the job-JWT routing rule: routing CI job token JWTs by their claims
+// (tokens.md section 2).
 type JobJWT struct {
+	// Enabled tells whether the rule is on: Parse sets it when the file has a tokens.job_jwt
+	// section, and clears it (and Verify) when it has none. Off, job JWTs are not routed by their
+	// claims at all, verified or not (they go where a request without a token goes); Verify means
+	// nothing then, so code checks Enabled first and builds no verifier. Default() has it on.
+	Enabled bool `yaml:"-"`
+	// Verify: with the rule on, route only on claims whose signature verifies with Keys or JWKS;
+	// false routes on unverified claims.
 	Verify    bool     `yaml:"verify"`
 	OnInvalid string   `yaml:"on_invalid"`
 	Keys      []KeyRef `yaml:"keys"`
@@ -32,7 +40,7 @@ func (t *Tokens) validate(ch *checker) {
 	if j.OnInvalid != OnInvalidIgnore && j.OnInvalid != OnInvalidReject {
 		ch.add(jp+".on_invalid", "must be %q or %q", OnInvalidIgnore, OnInvalidReject)
 	}
-	if j.Verify && len(j.Keys) == 0 && j.JWKSFile == "" && len(j.JWKS) == 0 {
+	if j.Enabled && j.Verify && len(j.Keys) == 0 && j.JWKSFile == "" && len(j.JWKS) == 0 {
 		ch.addNear(jp+".verify", jp, "verify is true but no keys or jwks_file; set verify: false to route on unverified claims")
 	}
 	checkKeys(ch, jp+".keys", j.Keys, keyRules{kidRequired: true})

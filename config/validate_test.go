@@ -110,11 +110,16 @@ func TestProblems(t *testing.T) {
 	}
 }
 
-// findMessage finds the problem at path; for the file as a whole (path ""), the one whose message
-// contains msg.
+// findMessage finds the problem at path whose message contains msg, else (unless path is "", the
+// file as a whole) the first problem at path.
 func findMessage(ps Problems, path, msg string) (Problem, bool) {
 	for _, p := range ps {
-		if p.Path == path && (path != "" || strings.Contains(p.Message, msg)) {
+		if p.Path == path && strings.Contains(p.Message, msg) {
+			return p, true
+		}
+	}
+	for _, p := range ps {
+		if p.Path == path && path != "" {
 			return p, true
 		}
 	}
