@@ -10,8 +10,9 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o bin/edge ./cmd/edge
 
+# make demo DEMO_FLAGS='--listen 127.0.0.1:18080 --ops 127.0.0.1:19090' when 8080 or 9090 is taken
 demo:
-	$(GO) run ./cmd/edge demo
+	$(GO) run ./cmd/edge demo $(DEMO_FLAGS)
 
 # Every test: static checks, unit and integration tests (real edge binary, real processes),
 # then each fuzz target for a bounded number of executions (FUZZEXECS; see scripts/fuzz.sh).

@@ -15,7 +15,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gitlab.com/edge/edge/internal/cellsim"
@@ -29,6 +31,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	public := fs.String("listen", "127.0.0.1:8080", "edge's public address")
 	ops := fs.String("ops", "127.0.0.1:9090", "edge's ops address (/metrics, /readyz)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := probeDemoAddrs([]demoAddr{{"listen", *public}, {"ops", *ops}}); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "edge-demo-")
@@ -68,11 +73,11 @@ tokens:
     issuer: "https://gitlab.demo"
 agents:
   keys: [{alg: HS256, file: agent.key}]
-  wait: 10s
+  wait: %s
 gitlab_api: {secret_file: gitlab-api.key}
 shutdown: {grace: 2s}
 log: {level: warn, format: text}
-`, *public, *ops, cell1.url, cell2.url)
+`, *public, *ops, cell1.url, cell2.url, demoAgentWait)
 	agentKey, apiKey := demoSecret(), demoSecret()
 	for name, secret := range map[string][]byte{"agent.key": agentKey, "gitlab-api.key": apiKey} {
 		if err := os.WriteFile(filepath.Join(dir, name), secret, 0o600); err != nil {
@@ -94,6 +99,9 @@ log: {level: warn, format: text}
 	if err != nil {
 		return err
 	}
+	if err := cell2.PutArtifact(jobID, []byte("demo artifacts")); err != nil {
+		return err
+	}
 	for _, t := range []string{tok2} {
 		cell2.AcceptToken(t)
 	}
@@ -105,17 +113,24 @@ log: {level: warn, format: text}
 	if err != nil {
 		return err
 	}
-	if err := startDemoAgent(ctx, "http://"+*public, "http://"+*ops, agentKey, workspacePort, log); err != nil {
+	agent, err := newDemoAgent("http://"+*public, agentKey, workspacePort, log)
+	if err != nil {
 		return err
 	}
 	apiToken, err := tokens.MintGitLabAPIToken(apiKey, "", "", time.Now(), 24*time.Hour)
 	if err != nil {
 		return err
 	}
-	printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
-		tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort})
+	go runDemoAgent(ctx, agent, "http://"+*ops, func() {
+		printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
+			tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort})
+	})
 	return serve(ctx, cfg, cfgPath, overrides{}, log)
 }
+
+// demoAgentWait is agents.wait in the demo: long enough to see edge wait for an agent that is
+// not connected, short enough not to bore.
+const demoAgentWait = 3 * time.Second
 
 type demoCell struct {
 	*cellsim.Cell
@@ -125,7 +140,8 @@ type demoCell struct {
 // startDemoCell serves a cellsim cell that names itself in an X-Demo-Cell header, so curl shows
 // where each request landed.
 func startDemoCell(ctx context.Context, id uint64, legacy bool, jobBase uint64, signer *cellsim.JobTokenSigner, log *slog.Logger) (*demoCell, error) {
-	cell, err := cellsim.New(cellsim.Options{CellID: id, Legacy: legacy, JobIDBase: jobBase, LongPoll: 10 * time.Second, JobToken: signer, Log: log})
+	cell, err := cellsim.New(cellsim.Options{CellID: id, Legacy: legacy, JobIDBase: jobBase, LongPoll: 10 * time.Second,
+		JobToken: signer, PublicArtifacts: true, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -197,15 +213,14 @@ func startDemoWorkspace(ctx context.Context, log *slog.Logger) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startDemoAgent runs an agent in this process; it dials the edge like any other agent, once
-// the edge is ready.
-func startDemoAgent(ctx context.Context, edgeURL, opsURL string, key []byte, port int, log *slog.Logger) error {
+// newDemoAgent is an agent in this process; it dials the edge like any other agent.
+func newDemoAgent(edgeURL string, key []byte, port int, log *slog.Logger) (*tunnel.Agent, error) {
 	token, err := tokens.MintAgentToken(tokens.MintAgentOptions{Key: key, Algorithm: "HS256", Audience: tokens.DefaultAgentAudience,
 		AgentID: "demo-agent", ProjectID: "1", IssuedAt: time.Now(), ExpiresAt: time.Now().Add(24 * time.Hour)})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
+	return tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:    edgeURL,
 		Token:      func(context.Context) (string, error) { return token, nil },
 		Info:       tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
@@ -213,26 +228,37 @@ func startDemoAgent(ctx context.Context, edgeURL, opsURL string, key []byte, por
 		MinBackoff: 200 * time.Millisecond,
 		Logger:     log,
 	})
-	if err != nil {
-		return err
-	}
-	go func() {
-		for ctx.Err() == nil {
-			resp, err := http.Get(opsURL + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
+}
+
+// runDemoAgent starts the agent once the edge is ready, then prints what to try once the agent
+// is connected: every printed command works from the moment it is printed.
+func runDemoAgent(ctx context.Context, agent *tunnel.Agent, opsURL string, printTry func()) {
+	if !pollDemo(ctx, func() bool {
+		resp, err := http.Get(opsURL + "/readyz")
+		if err != nil {
+			return false
 		}
-		agent.Run(ctx)
-	}()
-	return nil
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		return
+	}
+	go agent.Run(ctx)
+	if pollDemo(ctx, func() bool { return agent.Status().Connected > 0 }) {
+		printTry()
+	}
+}
+
+// pollDemo polls cond until it holds (true) or ctx ends (false).
+func pollDemo(ctx context.Context, cond func() bool) bool {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 func printDemo(w io.Writer, d demoInfo) {
@@ -243,12 +269,14 @@ Every answer carries X-Demo-Cell: the cell that served it. Try:
 curl -si %[1]s/api/v4/runners/verify -H 'RUNNER-TOKEN: %[4]s' -H 'Content-Type: application/json' -d '{"token":"%[4]s"}'
 
 # 2. The same token only in the JSON body, as runners before 16.10 send it. Cell 2 has one job
-#    queued and hands it out with a JWT job token (later requests long-poll 10 s, then 204):
+#    queued and hands it out with a JWT job token (a runner asking again with the
+#    X-GitLab-Last-Update it was given is held 10 s, then answered 204):
 JOB_TOKEN=$(curl -s %[1]s/api/v4/jobs/request -H 'Content-Type: application/json' -d '{"token":"%[4]s","last_update":""}' | grep -o '"token":"glcbt-[^"]*"' | cut -d'"' -f4); echo "$JOB_TOKEN"
 
 # 3. The verified job token names cell 2; the artifact download is answered 302, not followed:
 curl -si %[1]s/api/v4/jobs/%[5]d/artifacts -H "JOB-TOKEN: $JOB_TOKEN"
-#    With no token at all, job id %[5]d is inside cell 2's id range (2000000-3999999):
+#    With no token at all, job id %[5]d is inside cell 2's id range (2000000-3999999); the demo
+#    cells serve artifacts as a public project's, to anyone, so cell 2 answers 302 again:
 curl -si %[1]s/api/v4/jobs/%[5]d/artifacts
 
 # 4. A token edge cannot read goes to the legacy cell:
@@ -266,7 +294,7 @@ curl -si %[1]s/api/v4/jobs/1/artifacts -H 'JOB-TOKEN: %[4]s' -H "PRIVATE-TOKEN: 
 API='Authorization: Bearer %[7]s'
 curl -s %[1]s/-/api/v1/agents/demo-agent/connections -H "$API"
 curl -si %[1]s/-/api/v1/agents/demo-agent/proxy/%[8]d/hello -H "$API"
-#    An agent that is not connected: edge waits agents.wait (10 s here), then 504 naming it:
+#    An agent that is not connected: edge waits agents.wait (%[9]v here), then 504 naming it:
 curl -si %[1]s/-/api/v1/agents/nobody/proxy/%[8]d/ -H "$API"
 
 # Metrics and readiness:
@@ -274,5 +302,52 @@ curl -s %[6]s/metrics | grep ^edge_
 curl -s %[6]s/readyz
 
 Ctrl-C stops everything.
-`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops, d.apiToken, d.workspacePort)
+`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops, d.apiToken, d.workspacePort, demoAgentWait)
+}
+
+// demoAddr is an address the demo serves on and the flag that sets it.
+type demoAddr struct{ flag, addr string }
+
+// probeDemoAddrs fails at once, naming the flags to change, when an address the demo would
+// serve on cannot be listened on: serve opens its own listeners, only after the cells and the
+// agent have started.
+func probeDemoAddrs(addrs []demoAddr) error {
+	var problems, busy, hint []string
+	for i, a := range addrs {
+		if _, port, _ := net.SplitHostPort(a.addr); port == "0" {
+			problems = append(problems, fmt.Sprintf("--%s %s: the demo prints URLs with this port: give one, not 0", a.flag, a.addr))
+			continue
+		}
+		if i > 0 && a.addr == addrs[0].addr {
+			problems = append(problems, fmt.Sprintf("--%s and --%s are both %s: give two addresses", addrs[0].flag, a.flag, a.addr))
+			continue
+		}
+		ln, err := net.Listen("tcp", a.addr)
+		switch {
+		case errors.Is(err, syscall.EADDRINUSE):
+			busy = append(busy, fmt.Sprintf("%s is in use; choose another with --%s ADDR", a.addr, a.flag))
+			hint = append(hint, fmt.Sprintf("--%s %s", a.flag, otherDemoAddr(a.addr)))
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("--%s %s: %v", a.flag, a.addr, err))
+		default:
+			ln.Close()
+		}
+	}
+	if len(busy) > 0 {
+		problems = append(problems, fmt.Sprintf("%s (make demo DEMO_FLAGS='%s')", strings.Join(busy, "; "), strings.Join(hint, " ")))
+	}
+	if len(problems) > 0 {
+		return usageError{fmt.Errorf("demo: %s", strings.Join(problems, "; "))}
+	}
+	return nil
+}
+
+// otherDemoAddr suggests the same host 10000 ports away (8080: 18080).
+func otherDemoAddr(addr string) string {
+	host, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	if port += 10000; port > 65535 {
+		port -= 20000
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
