@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"strconv"
@@ -83,7 +86,30 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if a.Edge == "" || a.TokenFile == "" || len(a.Upstreams) == 0 {
 		return usagef("agent: an edge URL, a token file and at least one port are required (--config, or --edge, --token-file and --allow-port)")
 	}
+	if msg := tokenFileProblem(a.TokenFile); msg != "" {
+		return usagef("agent: token file: %s", msg)
+	}
 	return runAgent(ctx, a, stderr)
+}
+
+// tokenFileProblem tells what is wrong with the agent's token file, or "" when nothing is. It is
+// read at every connect (so a rotated token is picked up), but one that is missing, unreadable or
+// empty at the start is a mistake to report at once, not a reason to dial and retry forever. The
+// message names the file, never what it holds.
+func tokenFileProblem(path string) string {
+	data, err := os.ReadFile(path)
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s does not exist", path)
+	case errors.As(err, &pe):
+		return fmt.Sprintf("cannot read %s: %v", path, pe.Err)
+	case err != nil:
+		return fmt.Sprintf("cannot read %s: %v", path, err)
+	case len(bytes.TrimSpace(data)) == 0:
+		return fmt.Sprintf("%s is empty", path)
+	}
+	return ""
 }
 
 func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error {

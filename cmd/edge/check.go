@@ -1,18 +1,31 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/config"
 )
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("check", "check --config edge.yaml", stderr)
-	path := fs.String("config", "edge.yaml", "config file to validate")
+	fs := newFlagSet("check", "check --config edge.yaml  |  edge check --agent --config agent.yaml", stderr)
+	path := fs.String("config", "edge.yaml", "config file to validate (agent.yaml with --agent)")
+	agent := fs.Bool("agent", false, "the config is an agent's (edge agent --config); its token file is read too")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *agent {
+		configSet := false
+		fs.Visit(func(f *flag.Flag) { configSet = configSet || f.Name == "config" })
+		if !configSet {
+			*path = "agent.yaml"
+		}
+		return checkAgent(*path, stdout)
 	}
 	cfg, err := loadConfig(*path)
 	if err != nil {
@@ -23,5 +36,23 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	legacy, _ := cfg.LegacyCell()
 	fmt.Fprintf(stdout, "%s: ok (%d cells, legacy cell %d)\n", *path, len(cfg.Cells), legacy.ID)
+	return nil
+}
+
+// checkAgent validates an agent config as `edge agent --config` would before dialing: the file,
+// then its token file.
+func checkAgent(path string, stdout io.Writer) error {
+	a, err := config.LoadAgent(path)
+	if err != nil {
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			return usageError{fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
+		}
+		return usageError{err}
+	}
+	if msg := tokenFileProblem(a.TokenFile); msg != "" {
+		return usagef("%s: token_file: %s", path, msg)
+	}
+	fmt.Fprintf(stdout, "%s: ok (agent of %s, %d ports)\n", path, a.Edge, len(a.Upstreams))
 	return nil
 }

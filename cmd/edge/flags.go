@@ -29,6 +29,16 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// isHelp tells whether arg asks for help, as the flag package understands it, for commands that
+// take a subcommand before their flags.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
 // multiFlag collects a repeated flag such as -H.
 type multiFlag []string
 

@@ -50,13 +50,15 @@ Usage:
   edge agent   --config agent.yaml | --edge URL --token-file F --allow-port N...
                                         run an agent: dial the edge, serve local upstreams
   edge check   --config edge.yaml       validate a config; list every problem
+  edge check   --agent --config agent.yaml
+                                        validate an agent config and its token file
   edge explain --config edge.yaml [-X METHOD] [-H 'K: V']... [-d BODY] URL
                                         print the routing decision for one request
   edge token mint routable|job|agent|gitlab-api ...
                                         mint tokens for tests and tooling
   edge token decode TOKEN|-             print a token's routing keys
   edge demo                             run a self-contained demo on loopback
-  edge version                          print version, commit and Go version
+  edge version (or edge --version)      print version, commit and Go version
 
 Run 'edge COMMAND --help' for a command's flags.
 `
@@ -80,7 +82,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdToken(rest, stdin, stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, rest, stdout, stderr)
-	case "version":
+	case "version", "-v", "-version", "--version":
 		return cmdVersion(rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usageText)

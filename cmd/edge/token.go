@@ -20,7 +20,7 @@ const jobTokenPrefix = "glcbt-"
 
 func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	const synopsis = "token mint routable|job|agent|gitlab-api [flags]  |  edge token decode TOKEN|-"
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+	if len(args) == 0 || isHelp(args[0]) {
 		fmt.Fprintf(stderr, "Usage: edge %s\n", synopsis)
 		if len(args) == 0 {
 			return usagef("token needs a subcommand: mint or decode")
@@ -31,8 +31,14 @@ func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case "decode":
 		return cmdTokenDecode(args[1:], stdin, stdout, stderr)
 	case "mint":
-		if len(args) < 2 {
-			return usagef("token mint needs a kind: routable or job")
+		const kinds = "routable, job, agent or gitlab-api"
+		if len(args) < 2 || isHelp(args[1]) {
+			fmt.Fprintf(stderr, "Usage: edge token mint routable|job|agent|gitlab-api [flags]\n\n"+
+				"Run 'edge token mint KIND --help' for a kind's flags.\n")
+			if len(args) < 2 {
+				return usagef("token mint needs a kind: %s", kinds)
+			}
+			return errHelp
 		}
 		switch args[1] {
 		case "routable":
@@ -44,7 +50,7 @@ func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		case "gitlab-api":
 			return cmdMintGitLabAPI(args[2:], stdout, stderr)
 		}
-		return usagef("token mint: unknown kind %q (want routable, job, agent or gitlab-api)", args[1])
+		return usagef("token mint: unknown kind %q (want %s)", args[1], kinds)
 	}
 	return usagef("token: unknown subcommand %q (want mint or decode)", args[0])
 }

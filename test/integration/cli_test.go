@@ -2,8 +2,16 @@ package integration
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,5 +223,192 @@ tokens:
 	}())
 	if stdout, stderr, code := runEdge(t, "check", "--config", good); code != 0 {
 		t.Errorf("check of a good config: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestVersionFlags: `edge --version`, `-version` and `-v` print what `edge version` prints.
+func TestVersionFlags(t *testing.T) {
+	t.Parallel()
+	want, stderr, code := runEdge(t, "version")
+	if code != 0 || !strings.HasPrefix(want, "edge ") {
+		t.Fatalf("edge version: exit %d, output %q%s", code, want, stderr)
+	}
+	for _, flag := range []string{"--version", "-version", "-v"} {
+		t.Run(flag, func(t *testing.T) {
+			got, stderr, code := runEdge(t, flag)
+			if code != 0 || got != want {
+				t.Errorf("edge %s: exit %d, output %q%s; want exit 0, %q", flag, code, got, stderr, want)
+			}
+		})
+	}
+}
+
+// TestHelp: --help on every command and subcommand prints its usage and exits 0.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--help"}, {"help"}, {"-h"},
+		{"serve", "--help"}, {"agent", "--help"}, {"check", "--help"}, {"explain", "--help"},
+		{"demo", "--help"}, {"version", "--help"},
+		{"token", "--help"}, {"token", "mint", "--help"}, {"token", "mint", "-h"},
+		{"token", "mint", "routable", "--help"}, {"token", "mint", "job", "--help"},
+		{"token", "mint", "agent", "--help"}, {"token", "mint", "gitlab-api", "--help"},
+		{"token", "decode", "--help"},
+	} {
+		name := strings.Join(args, " ")
+		t.Run(name, func(t *testing.T) {
+			stdout, stderr, code := runEdge(t, args...)
+			if code != 0 {
+				t.Errorf("edge %s: exit %d, want 0\n%s%s", name, code, stdout, stderr)
+			}
+			if !strings.Contains(stdout+stderr, "Usage") {
+				t.Errorf("edge %s: no usage printed:\n%s%s", name, stdout, stderr)
+			}
+		})
+	}
+}
+
+// writeFileT writes a file under dir and returns its path.
+func writeFileT(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+	return p
+}
+
+// TestCellsOnlyConfig: listen and cells are a whole config (no tokens section: the job-JWT rule
+// is off); `edge check` passes it and `edge serve` starts with it.
+func TestCellsOnlyConfig(t *testing.T) {
+	t.Parallel()
+	public, ops := freeAddr(t), freeAddr(t)
+	path := writeFileT(t, t.TempDir(), "edge.yaml", fmt.Sprintf(`listen: {public: %q, ops: %q}
+cells:
+  - {id: 1, url: "http://127.0.0.1:3001", legacy: true}
+`, public, ops))
+	if stdout, stderr, code := runEdge(t, "check", "--config", path); code != 0 || !strings.Contains(stdout, ": ok") {
+		t.Fatalf("edge check: exit %d\n%s%s", code, stdout, stderr)
+	}
+	e := &edgeProc{PublicURL: "http://" + public, OpsURL: "http://" + ops, ConfigPath: path}
+	e.process = startProcess(t, "edge ("+path+")", exec.Command(edgeBinaryPath(), "serve", "--config", path))
+	if err := e.waitReady(20 * time.Second); err != nil {
+		t.Fatalf("edge serve: %v", err)
+	}
+}
+
+// TestCheckRegistryTTLAlone: registry.refresh defaults from registry.ttl (4/5 of it), so a short
+// ttl alone passes.
+func TestCheckRegistryTTLAlone(t *testing.T) {
+	t.Parallel()
+	root, _ := repoRoot()
+	path := writeFileT(t, t.TempDir(), "edge.yaml", fmt.Sprintf(`listen:
+  public: "127.0.0.1:0"
+  ops: "127.0.0.1:0"
+  internal: "127.0.0.1:0"
+  advertise_internal: "http://127.0.0.1:8081"
+cells:
+  - {id: 1, url: "http://127.0.0.1:3001", legacy: true}
+internal: {secret_file: %q}
+registry:
+  redis: {addr: "127.0.0.1:6379"}
+  ttl: 5s
+`, filepath.Join(root, "examples", "secrets", "internal.key")))
+	if stdout, stderr, code := runEdge(t, "check", "--config", path); code != 0 {
+		t.Errorf("edge check: exit %d, want 0\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestCheckRefusesUnservedSection: a tls section, even a valid one, is refused: this edge does
+// not serve HTTPS yet, and must not start serving plain HTTP in its place.
+func TestCheckRefusesUnservedSection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSignedPair(t)
+	writeFileT(t, dir, "edge.crt", certPEM)
+	writeFileT(t, dir, "edge.key", keyPEM)
+	path := writeFileT(t, dir, "edge.yaml", `cells:
+  - {id: 1, url: "http://127.0.0.1:3001", legacy: true}
+tls:
+  static: {cert_file: edge.crt, key_file: edge.key}
+`)
+	stdout, stderr, code := runEdge(t, "check", "--config", path)
+	if code != 2 {
+		t.Errorf("exit code: got %d, want 2", code)
+	}
+	out := stdout + stderr
+	if want := path + ":3: tls: not supported yet"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if n := strings.Count(out, "\n"+path+":"); n != 1 {
+		t.Errorf("problems: got %d, want the refusal alone:\n%s", n, out)
+	}
+}
+
+func selfSignedPair(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "edge.test"},
+		DNSNames:     []string{"edge.test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+}
+
+// TestAgentTokenFile: `edge agent` refuses a missing or empty token file at once (exit 2,
+// naming the file), before dialing; `edge check --agent` reads it too.
+func TestAgentTokenFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.tok")
+	empty := writeFileT(t, dir, "empty.tok", "\n")
+	for _, tt := range []struct{ name, file, reason string }{
+		{"missing", missing, "does not exist"},
+		{"empty", empty, "is empty"},
+		{"a directory", dir, "cannot read"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Port 1 on loopback: nothing listens, so a dial would fail slowly with retries, not exit 2.
+			stdout, stderr, code := runEdge(t, "agent", "--edge", "http://127.0.0.1:1", "--token-file", tt.file, "--allow-port", "3000")
+			if code != 2 {
+				t.Errorf("exit code: got %d, want 2", code)
+			}
+			if out := stdout + stderr; !strings.Contains(out, tt.file) || !strings.Contains(out, tt.reason) {
+				t.Errorf("output names no file %s and reason %q:\n%s", tt.file, tt.reason, out)
+			}
+		})
+	}
+	t.Run("check --agent", func(t *testing.T) {
+		cfg := writeFileT(t, dir, "agent.yaml", "edge: http://127.0.0.1:8080\ntoken_file: missing.tok\nallow_ports: [3000]\n")
+		stdout, stderr, code := runEdge(t, "check", "--agent", "--config", cfg)
+		if out := stdout + stderr; code != 2 || !strings.Contains(out, missing) {
+			t.Errorf("edge check --agent: exit %d, want 2 naming %s:\n%s", code, missing, out)
+		}
+	})
+}
+
+// TestCheckAgentExample: examples/agent.yaml passes `edge check --agent`.
+func TestCheckAgentExample(t *testing.T) {
+	t.Parallel()
+	root, _ := repoRoot()
+	path := filepath.Join(root, "examples", "agent.yaml")
+	stdout, stderr, code := runEdge(t, "check", "--agent", "--config", path)
+	if code != 0 || !strings.Contains(stdout, path+": ok") {
+		t.Errorf("edge check --agent: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
