@@ -16,6 +16,8 @@ type Cell struct {
 	URL    *url.URL
 	Legacy bool
 	Ranges []IDRange
+	// PreserveHost sends the client's Host header to the cell; otherwise the cell's own.
+	PreserveHost bool
 }
 
 // Cells is immutable after NewCells; safe for concurrent use.

@@ -143,7 +143,7 @@ func (r *registry) leave(agentID, connID string, l *leave) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 	defer cancel()
 	if err := r.write(ctx, opUnregister, []string{agentID}, false); err != nil {
-		r.log.Warn("unregister failed, retried when the store answers", "agent_id", agentID, "err", err)
+		r.log.Warn("unregister failed, retried when the store answers", "agent_id", agentID, "error", err)
 	}
 }
 
@@ -296,7 +296,7 @@ func (r *registry) storeError(ctx context.Context, op, what string, err error) e
 	r.rewrite.Store(true)
 	if r.healthy.Swap(false) {
 		r.m.healthy.Set(0)
-		r.log.Warn("agent registry store unavailable", "op", op, "err", err)
+		r.log.Warn("agent registry store unavailable", "op", op, "error", err)
 	}
 	return fmt.Errorf("%s: %w: %w", what, ErrRegistryUnavailable, err)
 }

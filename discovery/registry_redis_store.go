@@ -144,7 +144,7 @@ func (s *redisStore) agents(ctx context.Context, agentIDs []string) (map[string]
 		for edge, raw := range cmds[i].Val() {
 			var e edgeEntry
 			if err := json.Unmarshal([]byte(raw), &e); err != nil {
-				s.log.Warn("ignoring an unreadable registry entry", "key", key, "edge", edge, "err", err)
+				s.log.Warn("ignoring an unreadable registry entry", "key", key, "edge", edge, "error", err)
 				continue
 			}
 			if expired(e.ExpiresAt, now) {
@@ -176,7 +176,7 @@ func (s *redisStore) project(ctx context.Context, projectID string) ([]string, e
 	for agentID, raw := range fields {
 		var e projectEntry
 		if err := json.Unmarshal([]byte(raw), &e); err != nil {
-			s.log.Warn("ignoring an unreadable registry project entry", "key", key, "agent_id", agentID, "err", err)
+			s.log.Warn("ignoring an unreadable registry project entry", "key", key, "agent_id", agentID, "error", err)
 			continue
 		}
 		if expired(e.ExpiresAt, now) {
@@ -195,7 +195,7 @@ func (s *redisStore) project(ctx context.Context, projectID string) ([]string, e
 // the next reader tries again, and the key expires anyway once nobody writes it.
 func (s *redisStore) clean(ctx context.Context, key, field, raw string) {
 	if err := s.cas.Run(ctx, s.client, []string{key}, field, raw, "").Err(); err != nil {
-		s.log.Debug("cleaning an expired registry entry failed", "key", key, "field", field, "err", err)
+		s.log.Debug("cleaning an expired registry entry failed", "key", key, "field", field, "error", err)
 	}
 }
 

@@ -29,9 +29,9 @@ func (r *registry) Run(ctx context.Context) error {
 			return nil
 		case <-refresh.C:
 			if err := r.refresh(ctx, false); err != nil {
-				r.log.Warn("refresh failed, retried when the store answers", "err", err)
+				r.log.Warn("refresh failed, retried when the store answers", "error", err)
 			} else if err := r.gc(ctx); err != nil {
-				r.log.Warn("gc failed", "err", err)
+				r.log.Warn("gc failed", "error", err)
 			}
 			refresh.Reset(r.opts.Refresh)
 		case <-health.C:
@@ -65,7 +65,7 @@ func (r *registry) checkHealth(ctx context.Context) bool {
 		return false
 	}
 	if err := r.refresh(ctx, true); err != nil {
-		r.log.Warn("writing everything again failed, retried", "err", err)
+		r.log.Warn("writing everything again failed, retried", "error", err)
 		return false
 	}
 	r.log.Info("agent registry entries written again")

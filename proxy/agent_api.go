@@ -29,8 +29,7 @@ func (a *AgentRouter) InternalHandler(v InternalVerifier) http.Handler {
 		t, err := internalTarget(r, v)
 		if err != nil {
 			a.metrics.internal.WithLabelValues("refused").Inc()
-			status, cause := statusOf(err)
-			writeError(w, status, cause, err.Error())
+			writeErr(w, err)
 			return
 		}
 		rt := a.localTransport(t)
@@ -51,13 +50,16 @@ func (a *AgentRouter) InternalHandler(v InternalVerifier) http.Handler {
 func (a *AgentRouter) notHere(w http.ResponseWriter, t AgentTarget) {
 	a.metrics.internal.WithLabelValues("not_here").Inc()
 	w.Header().Set(HeaderNotHere, "1")
-	writeError(w, http.StatusMisdirectedRequest, "not_here", "agent "+t.AgentID+" is not connected to this edge")
+	WriteError(w, http.StatusMisdirectedRequest, "not_here", "agent "+t.AgentID+" is not connected to this edge")
 }
 
 func internalTarget(r *http.Request, v InternalVerifier) (AgentTarget, error) {
-	t := AgentTarget{AgentID: r.Header.Get(HeaderAgentID), ConnectionID: r.Header.Get(HeaderConnectionID), Path: r.URL.Path}
+	t := AgentTarget{AgentID: r.Header.Get(HeaderAgentID), ConnectionID: r.Header.Get(HeaderConnectionID), Path: r.URL.Path, RawPath: r.URL.RawPath}
 	if t.AgentID == "" {
 		return t, fmt.Errorf("%w: no %s header", ErrBadRequest, HeaderAgentID)
+	}
+	if err := checkID("agent id", t.AgentID); err != nil {
+		return t, err
 	}
 	token, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
@@ -85,49 +87,6 @@ func parsePort(s string) (int, error) {
 		return 0, fmt.Errorf("%w: port %q is not 1-65535", ErrBadRequest, s)
 	}
 	return port, nil
-}
-
-// GitLabAPIHandler serves the API for GitLab under /-/api/v1/: which edges hold an agent, and
-// requests proxied to an agent through any edge.
-func (a *AgentRouter) GitLabAPIHandler(v GitLabAPIVerifier) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /-/api/v1/agents/{agent_id}/connections", func(w http.ResponseWriter, r *http.Request) {
-		conns, err := a.o.Registry.Lookup(r.Context(), r.PathValue("agent_id"))
-		a.writeConnections(w, conns, err)
-	})
-	mux.HandleFunc("GET /-/api/v1/projects/{project_id}/agents", func(w http.ResponseWriter, r *http.Request) {
-		conns, err := a.o.Registry.ByProject(r.Context(), r.PathValue("project_id"))
-		a.writeConnections(w, conns, err)
-	})
-	proxyTo := func(w http.ResponseWriter, r *http.Request) {
-		port, err := parsePort(r.PathValue("port"))
-		if err != nil {
-			status, cause := statusOf(err)
-			writeError(w, status, cause, err.Error())
-			return
-		}
-		a.Forward(w, r, AgentTarget{
-			AgentID:      r.PathValue("agent_id"),
-			ConnectionID: r.PathValue("connection_id"),
-			Port:         port,
-			Path:         "/" + r.PathValue("path"),
-		})
-	}
-	mux.HandleFunc("/-/api/v1/agents/{agent_id}/proxy/{port}/{path...}", proxyTo)
-	mux.HandleFunc("/-/api/v1/agents/{agent_id}/connections/{connection_id}/proxy/{port}/{path...}", proxyTo)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			writeError(w, http.StatusUnauthorized, "unauthorized", "a GitLab API token is required")
-			return
-		}
-		if err := v.Verify(token, time.Now()); err != nil {
-			a.o.Log.Info("API for GitLab: token refused", "error", err)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "invalid GitLab API token")
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
 }
 
 func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []discovery.ConnInfo, err error) {

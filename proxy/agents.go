@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"sync/atomic"
@@ -57,7 +58,8 @@ type AgentTarget struct {
 	AgentID      string
 	ConnectionID string // empty: any connection
 	Port         int
-	Path         string // the path the upstream sees
+	Path         string // the path the upstream sees, decoded
+	RawPath      string // and as it was sent (empty: Path has no escapes worth keeping)
 }
 
 type AgentRouterOptions struct {
@@ -66,6 +68,8 @@ type AgentRouterOptions struct {
 	Registry AgentQuerier
 	Minter   InternalMinter    // nil: no edge-to-edge forwarding
 	Peers    http.RoundTripper // transport to other edges' internal listeners; nil: built here
+	// PeerPrefixes are the addresses the built transport may dial (internal.peers).
+	PeerPrefixes []netip.Prefix
 	Wait     time.Duration     // how long a request waits for the agent (default 20 s)
 	// HolderCache is how long the entry edge reuses a registry answer naming other holders
 	// (default 1 s; negative: never). A stale answer costs one "not here" and a fresh lookup.
@@ -95,7 +99,7 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Peers == nil {
-		o.Peers = newTransport(5*time.Second, 0)
+		o.Peers = newPeerTransport(o.PeerPrefixes, 5*time.Second)
 	}
 	if o.HolderCache == 0 {
 		o.HolderCache = time.Second
@@ -154,6 +158,9 @@ func (a *AgentRouter) Forward(w http.ResponseWriter, r *http.Request, t AgentTar
 }
 
 func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTarget) string {
+	if rec := recorderOf(w); rec != nil {
+		rec.agent = t.AgentID
+	}
 	ctx := r.Context()
 	body := &onceBody{r: r.Body}
 	if r.Body == nil || r.Body == http.NoBody {
@@ -320,10 +327,10 @@ func (a *AgentRouter) serve(w http.ResponseWriter, r *http.Request, at *attempt,
 func (a *AgentRouter) rewriteLocal(pr *httputil.ProxyRequest) {
 	at := attemptOf(pr.In)
 	pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "agent"
-	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, ""
+	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, at.target.RawPath
 	pr.Out.Host = pr.In.Host
-	pr.SetXForwarded()
-	stripEdgeHeaders(pr.Out.Header)
+	setForwarded(pr)
+	StripEdgeHeaders(pr.Out.Header)
 	pr.Out.Header.Del("Authorization")
 	pr.Out.Header.Set(HeaderPort, strconv.Itoa(at.target.Port))
 }
@@ -339,10 +346,10 @@ func (a *AgentRouter) rewriteRemote(pr *httputil.ProxyRequest) {
 		return
 	}
 	pr.Out.URL.Scheme, pr.Out.URL.Host = u.Scheme, u.Host
-	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, ""
+	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, at.target.RawPath
 	pr.Out.Host = pr.In.Host
-	pr.SetXForwarded()
-	stripEdgeHeaders(pr.Out.Header)
+	setForwarded(pr)
+	StripEdgeHeaders(pr.Out.Header)
 	h := pr.Out.Header
 	token, err := a.o.Minter.Mint(at.target.AgentID, time.Now())
 	if err != nil {
@@ -374,6 +381,10 @@ func notHereToError(resp *http.Response) error {
 // errorHandler records "not here" for Forward to retry; anything else is answered.
 func (a *AgentRouter) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	at := attemptOf(r)
+	if errors.Is(err, ErrPeerNotAllowed) {
+		a.o.Log.Warn("registry names a holder outside internal.peers; not forwarding there",
+			"agent_id", at.target.AgentID, "edge", at.holder)
+	}
 	if errors.Is(err, tunnel.ErrAgentNotConnected) || errors.Is(err, tunnel.ErrConnectionGone) || (at.holder != "" && isDialError(err)) {
 		// A holder that cannot be reached holds nothing any more (it died and its entry has
 		// not expired yet): like "not here", the entry edge drops it and tries the next one.
@@ -403,7 +414,7 @@ func (a *AgentRouter) fail(w http.ResponseWriter, r *http.Request, t AgentTarget
 	if status != statusClientClosed {
 		a.o.Log.Info("agent request failed", "agent_id", t.AgentID, "status", status, "cause", cause, "error", err)
 	}
-	writeError(w, status, cause, msg)
+	WriteError(w, status, cause, msg)
 }
 
 // onceBody lets the entry edge tell whether any byte of a body was read, and keeps the body

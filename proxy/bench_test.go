@@ -69,6 +69,10 @@ func BenchmarkServeHTTP(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			p := benchProxy(b, func(o *Options) { o.Verifier = verifier })
+			front := NewFront(nil, nil)
+			if err := front.Swap(&Routes{Runner: p}); err != nil {
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				var r *http.Request
@@ -82,7 +86,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 					r.Header[c.header[0]] = []string{c.header[1]}
 				}
 				w := httptest.NewRecorder()
-				p.ServeHTTP(w, r)
+				front.ServeHTTP(w, r)
 				if w.Code != 200 {
 					b.Fatalf("status %d", w.Code)
 				}

@@ -89,6 +89,7 @@ type Decision struct {
 	Reason   string // why a token did not route, e.g. "crc mismatch"
 	Cell     *discovery.Cell
 	Rule     Rule
+	Body     string // whether the body was read for a token, and why not
 }
 
 type decisionJSON struct {
@@ -102,6 +103,7 @@ type decisionJSON struct {
 	Cell        uint64            `json:"cell"`
 	CellURL     string            `json:"cell_url"`
 	Rule        string            `json:"rule"`
+	Body        string            `json:"body,omitempty"`
 }
 
 func (d Decision) MarshalJSON() ([]byte, error) {
@@ -112,6 +114,7 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		JobID:       d.JobID,
 		Reason:      d.Reason,
 		Rule:        d.Rule.String(),
+		Body:        d.Body,
 	}
 	if d.Kind == KindJobJWT {
 		out.Verified = &d.Verified

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -92,7 +91,10 @@ func (p *Proxy) reverseProxy(cell *discovery.Cell, label string, transport http.
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(cell.URL)
-			p.setForwarded(pr)
+			if cell.PreserveHost {
+				pr.Out.Host = pr.In.Host
+			}
+			setForwarded(pr)
 		},
 		Transport:  transport,
 		BufferPool: buffers,
@@ -104,12 +106,13 @@ func (p *Proxy) reverseProxy(cell *discovery.Cell, label string, transport http.
 			status, cause := statusOf(err)
 			p.metrics.upstreamErrors.WithLabelValues(label, cause).Inc()
 			if status == statusClientClosed {
-				p.log.Info("client went away; upstream request canceled", "cell", cell.ID, "path", r.URL.Path)
+				p.log.Info("client went away; upstream request canceled", "cell", cell.ID, "path", r.URL.Path,
+					"request_id", r.Header.Get(HeaderRequestID))
 			} else {
 				p.log.Warn("upstream request failed", "cell", cell.ID, "method", r.Method, "path", r.URL.Path,
-					"status", status, "cause", cause, "error", err)
+					"status", status, "cause", cause, "request_id", r.Header.Get(HeaderRequestID), "error", err)
 			}
-			writeError(w, status, cause, "cell "+label+": "+http.StatusText(status))
+			WriteError(w, status, cause, "cell "+label+": "+causeText(cause))
 		},
 	}
 	if learn && p.learned != nil {
@@ -121,45 +124,32 @@ func (p *Proxy) reverseProxy(cell *discovery.Cell, label string, transport http.
 	return rp
 }
 
-// setForwarded sets X-Forwarded-* from edge's own view. ReverseProxy has already removed the
-// client's Forwarded and X-Forwarded-* headers; a trusted proxy's are put back and extended.
-func (p *Proxy) setForwarded(pr *httputil.ProxyRequest) {
-	if len(p.trusted) > 0 && p.isTrusted(pr.In.RemoteAddr) {
-		for _, k := range [...]string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
-			if v, ok := pr.In.Header[k]; ok {
-				pr.Out.Header[k] = v
-			}
+// setForwarded sets X-Forwarded-* and X-Real-Ip from edge's own view. The front has already
+// removed an untrusted peer's forwarding headers, so any left on the incoming request come from
+// a trusted proxy (or another edge): its chain is extended, its host, proto and client address
+// kept. ReverseProxy has removed Forwarded and X-Forwarded-{For,Host,Proto} from the outgoing
+// request before Rewrite.
+func setForwarded(pr *httputil.ProxyRequest) {
+	in := pr.In.Header
+	for _, k := range [...]string{"X-Forwarded-For", "Forwarded"} {
+		if v, ok := in[k]; ok {
+			pr.Out.Header[k] = v
 		}
-		host, proto := pr.Out.Header.Get("X-Forwarded-Host"), pr.Out.Header.Get("X-Forwarded-Proto")
-		pr.SetXForwarded()
-		if host != "" {
-			pr.Out.Header.Set("X-Forwarded-Host", host)
-		}
-		if proto != "" {
-			pr.Out.Header.Set("X-Forwarded-Proto", proto)
-		}
-		return
 	}
 	pr.SetXForwarded()
+	for _, k := range [...]string{"X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v, ok := in[k]; ok {
+			pr.Out.Header[k] = v
+		}
+	}
+	if _, ok := in["X-Real-Ip"]; ok {
+		return
+	}
 	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
 		pr.Out.Header.Set("X-Real-Ip", ip)
 	} else {
 		pr.Out.Header.Del("X-Real-Ip")
 	}
-}
-
-func (p *Proxy) isTrusted(remoteAddr string) bool {
-	ap, err := netip.ParseAddrPort(remoteAddr)
-	if err != nil {
-		return false
-	}
-	addr := ap.Addr().Unmap()
-	for _, prefix := range p.trusted {
-		if prefix.Contains(addr) {
-			return true
-		}
-	}
-	return false
 }
 
 // maxJobAnswerPeek bounds how much of a job answer edge reads to find its id; GitLab puts the
@@ -203,26 +193,3 @@ func (b *bufferPool) Put(v []byte) {
 		b.pool.Put((*[copyBufferSize]byte)(v))
 	}
 }
-
-// statusWriter remembers the status for metrics. Unwrap lets http.ResponseController reach
-// the connection's Flush, Hijack and deadlines.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,7 @@ func TestHolderAnswersAreReusedUntilNotHere(t *testing.T) {
 	defer holder.Close()
 	reg := &countingRegistry{holder: holder.URL}
 	a, err := NewAgentRouter(AgentRouterOptions{Self: "http://self", Tunnels: &fakeTunnels{held: map[string]bool{}},
-		Registry: reg, Minter: staticMinter{}, Wait: 100 * time.Millisecond})
+		Registry: reg, Minter: staticMinter{}, Wait: 100 * time.Millisecond, PeerPrefixes: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,5 +89,61 @@ func TestHolderAnswersAreReusedUntilNotHere(t *testing.T) {
 	}
 	if n := reg.lookups.Load(); n != 2 {
 		t.Errorf("after not here the cached answer must be dropped: got %d lookups, want 2", n)
+	}
+}
+
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+// A registry entry naming a holder outside internal.peers is never dialled: no internal JWT and
+// no request leave for it, and the request ends as if the agent were not connected.
+func TestHolderOutsidePeersIsNeverContacted(t *testing.T) {
+	var reached atomic.Int32
+	holder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+	}))
+	defer holder.Close()
+	for _, tt := range []struct {
+		name  string
+		peers []netip.Prefix
+	}{
+		{"private ranges only", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+		{"none", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := &countingRegistry{holder: holder.URL}
+			a, err := NewAgentRouter(AgentRouterOptions{Self: "http://self", Tunnels: &fakeTunnels{held: map[string]bool{}},
+				Registry: reg, Minter: staticMinter{}, Wait: 50 * time.Millisecond, PeerPrefixes: tt.peers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := httptest.NewRecorder()
+			a.Forward(w, httptest.NewRequest("GET", "/", nil), AgentTarget{AgentID: "a1", Port: 80, Path: "/"})
+			if w.Code != http.StatusGatewayTimeout {
+				t.Errorf("status %d, want 504", w.Code)
+			}
+			if n := reached.Load(); n != 0 {
+				t.Errorf("holder outside internal.peers got %d requests, want 0", n)
+			}
+		})
+	}
+}
+
+func TestPeerAllowed(t *testing.T) {
+	peers := []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:8081", true},
+		{"10.1.2.3:8081", true},
+		{"169.254.169.254:80", false},
+		{"[fe80::1]:80", false},
+		{"[::ffff:169.254.169.254]:80", false},
+		{"not-an-address", false},
+	}
+	for _, tt := range tests {
+		if got := peerAllowed(peers, tt.addr); got != tt.want {
+			t.Errorf("peerAllowed(%s): got %v, want %v", tt.addr, got, tt.want)
+		}
 	}
 }

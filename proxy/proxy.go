@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -31,7 +30,6 @@ type Options struct {
 	LongPollTimeout time.Duration
 	UpstreamTimeout time.Duration
 	DialTimeout     time.Duration
-	TrustedProxies  []netip.Prefix
 
 	// Transport, when set, carries every upstream request (tests); otherwise edge builds one for
 	// long polls and one for everything else from the timeouts above.
@@ -51,7 +49,6 @@ type Proxy struct {
 	learned         JobLearner
 	bodyReadTimeout time.Duration
 	prefixes        *prefixPool
-	trusted         []netip.Prefix
 	log             *slog.Logger
 	metrics         *Metrics
 	targets         map[uint64]*target
@@ -87,7 +84,6 @@ func New(o Options) (*Proxy, error) {
 		learned:         o.Learned,
 		bodyReadTimeout: o.BodyReadTimeout,
 		prefixes:        newPrefixPool(o.BodyTokenLimit),
-		trusted:         o.TrustedProxies,
 		log:             o.Log,
 		metrics:         o.Metrics,
 	}
@@ -101,55 +97,43 @@ func setDefault[T int64 | time.Duration](v *T, def T) {
 	}
 }
 
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve routes one runner or legacy request to its cell. The front has applied the header
+// policy and recorded the request id; w is its recorder.
+func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 	start := time.Now()
-	stripEdgeHeaders(r.Header)
-	kind := TrafficOther
-	if isRunnerPath(r.URL.Path) {
-		kind = TrafficRunner
-	}
 	inFlight := p.metrics.inFlightBy[kind]
 	inFlight.Inc()
 	defer inFlight.Dec()
-	sw := &statusWriter{ResponseWriter: w}
 
-	d, err := p.decide(sw, r, kind)
+	d, err := p.decide(w, r, kind)
 	if err != nil {
 		status, cause := statusOf(err)
 		p.metrics.decision(d.Source, d.Kind, 0, true)
 		p.log.Info("request refused", "method", r.Method, "path", r.URL.Path, "status", status,
-			"cause", cause, "token_source", d.Source.String(), "token_kind", d.Kind.String(), "error", err)
-		writeError(sw, status, cause, err.Error())
+			"cause", cause, "token_source", d.Source.String(), "token_kind", d.Kind.String(),
+			"request_id", w.id[0], "error", err)
+		writeErr(w, err)
 		p.metrics.requests.WithLabelValues(kind.String(), "edge", codeClass(status)).Inc()
 		return
 	}
 	p.metrics.decision(d.Source, d.Kind, d.Rule, false)
+	w.cell, w.rule = d.Cell.ID, d.Rule.String()
 	t := p.targets[d.Cell.ID]
 	if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
-		t.longPoll.ServeHTTP(sw, r)
+		t.longPoll.ServeHTTP(w, r)
 	} else {
-		t.plain.ServeHTTP(sw, r)
+		t.plain.ServeHTTP(w, r)
 	}
-	status := sw.status
+	status := w.status
 	if status == 0 {
 		status = statusClientClosed
 	}
 	t.requests(kind, status).Inc()
 	p.metrics.durationBy[kind][routeOf(kind, r.URL.Path)].Observe(time.Since(start).Seconds())
-	if p.log.Enabled(r.Context(), slog.LevelDebug) {
-		p.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "cell", d.Cell.ID,
-			"rule", d.Rule.String(), "token_source", d.Source.String(), "token_kind", d.Kind.String(),
-			"keys", d.Keys.Map(), "duration", time.Since(start))
-	}
 }
 
-// Explain returns the decision for a request without sending it anywhere.
-func (p *Proxy) Explain(r *http.Request) (Decision, error) {
-	stripEdgeHeaders(r.Header)
-	kind := TrafficOther
-	if isRunnerPath(r.URL.Path) {
-		kind = TrafficRunner
-	}
+// explain returns the decision for a request without sending it anywhere.
+func (p *Proxy) explain(r *http.Request, kind TrafficKind) (Decision, error) {
 	return p.decide(nil, r, kind)
 }
 
@@ -161,31 +145,61 @@ func (p *Proxy) decide(w http.ResponseWriter, r *http.Request, kind TrafficKind)
 	}
 	var found foundTokens
 	headerAndQueryTokens(r, &found)
-	if format := bodyFormatOf(r.Header.Get("Content-Type")); format != bodyOther && mayCarryBodyToken(r.Method, r.URL.Path) {
-		headerToken := found.n > 0
-		// With a token in a header, a body too large to check is streamed; without one, the body
-		// is the only place left and, as Workhorse does, edge refuses what it will not read.
-		if r.ContentLength > p.prefixes.limit {
-			if !headerToken {
-				return Decision{Traffic: TrafficRunner}, ErrBodyTooLarge
-			}
-		} else {
-			prefix, err := p.prefixes.read(w, r, p.bodyReadTimeout)
-			if err != nil {
-				return Decision{Traffic: TrafficRunner}, err
-			}
-			replay(r, prefix)
-			switch {
-			case prefix.complete:
-				if t, ok := bodyToken(format, prefix.data); ok {
-					found.add(t.source, t.value)
-				}
-			case !headerToken:
-				return Decision{Traffic: TrafficRunner}, ErrBodyTooLarge
-			}
-		}
+	note, err := p.bodyToken(w, r, &found)
+	if err != nil {
+		return Decision{Traffic: TrafficRunner, Body: note}, err
 	}
-	return p.route(r.Context(), r.URL.Path, found.all())
+	d, err := p.route(r.Context(), r.URL.Path, found.all())
+	d.Body = note
+	return d, err
+}
+
+// Why a body was or was not read for a token, as explain shows it.
+const (
+	bodyNotOnEndpoint = "not read: this endpoint never carries its token in the body"
+	bodyNotJSONOrForm = "not read: Content-Type is not application/json or application/x-www-form-urlencoded"
+	bodyRead          = "read: the whole body, for a token field"
+	bodyTooLarge      = "not read: larger than routing.body_token_limit"
+	bodyStreamed      = "not read: larger than routing.body_token_limit; streamed unread, a header or the query carries the token"
+)
+
+// bodyToken adds the token of a small JSON or form body on the endpoints whose older clients
+// send it only there, and says what it did with the body.
+func (p *Proxy) bodyToken(w http.ResponseWriter, r *http.Request, found *foundTokens) (string, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return "", nil
+	}
+	if !mayCarryBodyToken(r.Method, r.URL.Path) {
+		return bodyNotOnEndpoint, nil
+	}
+	format := bodyFormatOf(r.Header.Get("Content-Type"))
+	if format == bodyOther {
+		return bodyNotJSONOrForm, nil
+	}
+	headerToken := found.n > 0
+	// With a token in a header, a body too large to check is streamed; without one, the body
+	// is the only place left and, as Workhorse does, edge refuses what it will not read.
+	if r.ContentLength > p.prefixes.limit {
+		if !headerToken {
+			return bodyTooLarge, ErrBodyTooLarge
+		}
+		return bodyStreamed, nil
+	}
+	prefix, err := p.prefixes.read(w, r, p.bodyReadTimeout)
+	if err != nil {
+		return "", err
+	}
+	replay(r, prefix)
+	switch {
+	case prefix.complete:
+		if t, ok := bodyToken(format, prefix.data); ok {
+			found.add(t.source, t.value)
+		}
+		return bodyRead, nil
+	case !headerToken:
+		return bodyTooLarge, ErrBodyTooLarge
+	}
+	return bodyStreamed, nil
 }
 
 func isRunnerPath(path string) bool {
@@ -258,20 +272,4 @@ func routeOf(kind TrafficKind, path string) routeKind {
 		return routeJobs
 	}
 	return routeRunners
-}
-
-// stripEdgeHeaders removes Edge-* headers: they are edge's own routing instructions, and a
-// client must not be able to send them.
-func stripEdgeHeaders(h http.Header) {
-	for k := range h {
-		if len(k) > 5 && k[:5] == "Edge-" {
-			delete(h, k)
-		}
-	}
-}
-
-// ErrorStatus exposes the error-to-status mapping for callers that report decisions.
-func ErrorStatus(err error) int {
-	status, _ := statusOf(err)
-	return status
 }

@@ -70,6 +70,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, configure func(*Options)) *fixture {
+	return newFixtureRoutes(t, configure, nil)
+}
+
+// newFixtureRoutes serves three cells through a Front; routes configures its table.
+func newFixtureRoutes(t *testing.T, configure func(*Options), routes func(*Routes)) *fixture {
 	t.Helper()
 	f := &fixture{}
 	var dcells []discovery.Cell
@@ -94,7 +99,15 @@ func newFixture(t *testing.T, configure func(*Options)) *fixture {
 	if f.proxy, err = New(opts); err != nil {
 		t.Fatal(err)
 	}
-	f.front = httptest.NewServer(f.proxy)
+	rt := &Routes{Runner: f.proxy}
+	if routes != nil {
+		routes(rt)
+	}
+	front := NewFront(nil, opts.Metrics)
+	if err := front.Swap(rt); err != nil {
+		t.Fatal(err)
+	}
+	f.front = httptest.NewServer(front)
 	t.Cleanup(f.front.Close)
 	return f
 }
@@ -347,7 +360,7 @@ func TestEdgeHeadersAndForwarding(t *testing.T) {
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
-		f := newFixture(t, func(o *Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+		f := newFixtureRoutes(t, nil, func(r *Routes) { r.Headers.Trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
 		do(t, newReq(t, "GET", f.front.URL+"/api/v4/runners/router/discovery", nil,
 			"X-Forwarded-For", "203.0.113.9", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "gitlab.example.com"))
 		h := f.only(t, 1).header

@@ -61,3 +61,7 @@ func validID(s string) bool {
 	}
 	return true
 }
+
+// ValidID tells whether s is a well-formed agent or project id: 1 to 64 characters of
+// [A-Za-z0-9._-] (tunnels.md).
+func ValidID(s string) bool { return validID(s) }

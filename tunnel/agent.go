@@ -46,8 +46,13 @@ type AgentOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	StreamWindow           uint32        // default DefaultStreamWindow
 	KeepAlive              time.Duration // default DefaultKeepAlive
-	Logger                 *slog.Logger
-	Metrics                prometheus.Registerer // nil: metrics are not registered
+	// WriteError answers what the agent refuses (a port it does not serve, an upstream it cannot
+	// reach), and RemoveEdgeHeaders takes the edge's own headers off a request before its
+	// upstream: the edge's one error writer and header rule. Both required.
+	WriteError        ErrorWriter
+	RemoveEdgeHeaders func(http.Header)
+	Logger            *slog.Logger
+	Metrics           prometheus.Registerer // nil: metrics are not registered
 }
 
 // AgentStatus is a snapshot of the agent's connections.
@@ -102,6 +107,9 @@ func NewAgent(opts AgentOptions) (*Agent, error) {
 	if len(opts.Upstreams) == 0 {
 		return nil, errors.New("tunnel: AgentOptions.Upstreams is empty: no port would be allowed")
 	}
+	if opts.WriteError == nil || opts.RemoveEdgeHeaders == nil {
+		return nil, errors.New("tunnel: AgentOptions.WriteError and RemoveEdgeHeaders are required")
+	}
 	if _, err := opts.Info.header(); err != nil {
 		return nil, err
 	}
@@ -148,7 +156,7 @@ func NewAgent(opts AgentOptions) (*Agent, error) {
 			Protocols:         protocols,
 			DisableKeepAlives: true,
 		},
-		handler: newUpstreamHandler(opts.Upstreams, opts.Logger, m),
+		handler: newUpstreamHandler(opts, m),
 	}, nil
 }
 
@@ -254,9 +262,9 @@ func (a *Agent) connectFailed(err error) {
 	result := "error"
 	if errors.Is(err, ErrUnauthorized) {
 		result = "unauthorized"
-		a.log.Error("edge refused the agent token; check the token", "url", a.connectURL, "err", err)
+		a.log.Error("edge refused the agent token; check the token", "url", a.connectURL, "error", err)
 	} else {
-		a.log.Warn("connect to edge failed", "url", a.connectURL, "err", err)
+		a.log.Warn("connect to edge failed", "url", a.connectURL, "error", err)
 	}
 	a.metrics.connects.WithLabelValues(result).Inc()
 	a.mu.Lock()

@@ -106,13 +106,18 @@ func (a *Agent) handshake(ctx context.Context) (io.ReadWriteCloser, string, erro
 	return rwc, resp.Header.Get(ConnectionIDHeader), nil
 }
 
-// errorMessage reads the edge's {"error": ...}, or the start of whatever body it sent.
+// errorMessage reads the edge's {"error": cause, "message": ...}, or the start of whatever body
+// it sent.
 func errorMessage(body io.Reader) string {
 	b, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
 	var e struct {
-		Error string `json:"error"`
+		Error   string `json:"error"`
+		Message string `json:"message"`
 	}
-	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+	if json.Unmarshal(b, &e) == nil && (e.Message != "" || e.Error != "") {
+		if e.Message != "" {
+			return e.Message
+		}
 		return e.Error
 	}
 	return strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))

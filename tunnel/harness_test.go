@@ -143,7 +143,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, upstream: newUpstream(t)}
 	log := testLogger(t)
-	so := ServerOptions{Verify: verifyTest, Logger: log.With("side", "edge")}
+	so := ServerOptions{Verify: verifyTest, WriteError: testWriteError, Logger: log.With("side", "edge")}
 	if o.server != nil {
 		o.server(&so)
 	}
@@ -166,6 +166,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 		token = "good-" + testAgent
 	}
 	ao := AgentOptions{
+		WriteError:        testWriteError,
+		RemoveEdgeHeaders: testRemoveEdgeHeaders,
 		EdgeURL:    e.edge.URL + "/",
 		Token:      func(context.Context) (string, error) { return token, nil },
 		Info:       AgentInfo{Version: "v1.2.3", Commit: "abc123", PodNamespace: "ns", PodName: "agent-pod"},
@@ -336,4 +338,20 @@ func (p *pattern) Read(b []byte) (int, error) {
 	}
 	p.left -= int64(len(b))
 	return len(b), nil
+}
+
+// testWriteError and testRemoveEdgeHeaders stand in for the edge's own (package proxy, which
+// imports this one): the same body shape and rule.
+func testWriteError(w http.ResponseWriter, status int, cause, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": cause, "message": message})
+}
+
+func testRemoveEdgeHeaders(h http.Header) {
+	for k := range h {
+		if len(k) >= 5 && strings.EqualFold(strings.ReplaceAll(k[:5], "_", "-"), "edge-") {
+			delete(h, k)
+		}
+	}
 }

@@ -31,7 +31,7 @@ func TestBadToken(t *testing.T) {
 }
 
 func TestConnectRefusals(t *testing.T) {
-	s, err := NewServer(ServerOptions{Verify: verifyTest})
+	s, err := NewServer(ServerOptions{Verify: verifyTest, WriteError: testWriteError})
 	if err != nil {
 		t.Fatal(err)
 	}

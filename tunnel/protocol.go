@@ -110,8 +110,3 @@ func headerHasToken(h http.Header, name, token string) bool {
 	}
 	return false
 }
-
-// isEdgeHeader: the edge's own routing headers, never passed to an upstream.
-func isEdgeHeader(name string) bool {
-	return len(name) >= 5 && strings.EqualFold(name[:5], "edge-")
-}

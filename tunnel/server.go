@@ -2,7 +2,6 @@ package tunnel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,7 +41,9 @@ type ServerOptions struct {
 	StreamWindow uint32
 	// KeepAlive is the yamux ping interval (default DefaultKeepAlive).
 	KeepAlive time.Duration
-	Logger    *slog.Logger
+	// WriteError answers a refused connect: the edge's one error writer. Required.
+	WriteError ErrorWriter
+	Logger     *slog.Logger
 	Metrics   prometheus.Registerer // nil: metrics are not registered
 }
 
@@ -72,6 +73,9 @@ type agentEntry struct {
 func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Verify == nil {
 		return nil, errors.New("tunnel: ServerOptions.Verify is required")
+	}
+	if opts.WriteError == nil {
+		return nil, errors.New("tunnel: ServerOptions.WriteError is required")
 	}
 	if opts.MaxStreamsPerAgent == 0 {
 		opts.MaxStreamsPerAgent = DefaultMaxStreamsPerAgent
@@ -118,7 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := s.opts.Verify(r.Context(), token)
 	if err != nil || id.AgentID == "" {
-		s.log.Info("agent token refused", "remote", r.RemoteAddr, "err", err)
+		s.log.Info("agent token refused", "remote", r.RemoteAddr, "error", err)
 		s.refuse(w, http.StatusUnauthorized, "unauthorized", "invalid agent token")
 		return
 	}
@@ -130,14 +134,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	netConn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// HTTP/2 has no Upgrade: the agent speaks HTTP/1.1, so a proxy in between turned it.
-		s.refuse(w, http.StatusHTTPVersionNotSupported, "error", "connection cannot be upgraded (needs HTTP/1.1 end to end)")
+		s.refuse(w, http.StatusHTTPVersionNotSupported, "not_upgradable", "connection cannot be upgraded (needs HTTP/1.1 end to end)")
 		return
 	}
 	c := s.newConn(id, info, r.RemoteAddr)
 	if err := s.upgrade(netConn, brw, c); err != nil {
 		netConn.Close()
 		s.metrics.connects.WithLabelValues("error").Inc()
-		s.log.Warn("agent upgrade failed", "agent_id", id.AgentID, "remote", r.RemoteAddr, "err", err)
+		s.log.Warn("agent upgrade failed", "agent_id", id.AgentID, "remote", r.RemoteAddr, "error", err)
 		return
 	}
 	s.metrics.connects.WithLabelValues("ok").Inc()
@@ -148,15 +152,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) refuse(w http.ResponseWriter, status int, result, msg string) {
 	s.metrics.connects.WithLabelValues(result).Inc()
-	writeJSONError(w, status, msg)
+	s.opts.WriteError(w, status, result, msg)
 }
 
-func writeJSONError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
+// ErrorWriter writes an error answer: status, a cause label and a message. The edge passes its
+// one error writer, so refusals from here look like every other refusal of the edge.
+type ErrorWriter func(w http.ResponseWriter, status int, cause, message string)
 
 func bearer(h string) (string, bool) {
 	scheme, token, ok := strings.Cut(h, " ")

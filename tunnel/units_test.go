@@ -33,20 +33,6 @@ func TestParsePort(t *testing.T) {
 	}
 }
 
-func TestIsEdgeHeader(t *testing.T) {
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{"Edge-Port", true}, {"edge-x", true}, {"EDGE-", true}, {"Edge", false}, {"Edgy-Port", false}, {"X-Edge-Port", false},
-	}
-	for _, tt := range tests {
-		if got := isEdgeHeader(tt.in); got != tt.want {
-			t.Errorf("isEdgeHeader(%q): got %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestInfoHeader(t *testing.T) {
 	tests := []struct {
 		name string
@@ -111,7 +97,8 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestNewAgentOptions(t *testing.T) {
-	ok := AgentOptions{EdgeURL: "https://edge.example.com/prefix/", Token: TokenFile("x"), Upstreams: AllowPorts(8080)}
+	ok := AgentOptions{EdgeURL: "https://edge.example.com/prefix/", Token: TokenFile("x"), Upstreams: AllowPorts(8080),
+		WriteError: testWriteError, RemoveEdgeHeaders: testRemoveEdgeHeaders}
 	tests := []struct {
 		name   string
 		modify func(*AgentOptions)

@@ -27,14 +27,16 @@ type upstreamKey struct{}
 type upstreamHandler struct {
 	upstreams map[int]string
 	proxy     *httputil.ReverseProxy
-	log       *slog.Logger
-	metrics   *agentMetrics
+	log        *slog.Logger
+	metrics    *agentMetrics
+	writeError ErrorWriter
+	removeEdge func(http.Header)
 }
 
-func newUpstreamHandler(upstreams map[int]string, log *slog.Logger, m *agentMetrics) *upstreamHandler {
-	h := &upstreamHandler{upstreams: upstreams, log: log, metrics: m}
+func newUpstreamHandler(o AgentOptions, m *agentMetrics) *upstreamHandler {
+	h := &upstreamHandler{upstreams: o.Upstreams, log: o.Logger, metrics: m, writeError: o.WriteError, removeEdge: o.RemoveEdgeHeaders}
 	h.proxy = &httputil.ReverseProxy{
-		Rewrite: rewriteUpstream,
+		Rewrite: h.rewrite,
 		Transport: &http.Transport{
 			Proxy:                 nil, // upstreams are local: never through an environment proxy
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -45,7 +47,7 @@ func newUpstreamHandler(upstreams map[int]string, log *slog.Logger, m *agentMetr
 		},
 		BufferPool:   &BufferPool{},
 		ErrorHandler: h.upstreamError,
-		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ErrorLog:     slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}
 	return h
 }
@@ -56,13 +58,13 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	port, ok := parsePort(r.Header.Get(PortHeader))
 	if !ok {
 		h.metrics.requests.WithLabelValues("bad_request").Inc()
-		writeJSONError(w, http.StatusBadRequest, "missing or bad "+PortHeader+" header")
+		h.writeError(w, http.StatusBadRequest, "bad_request", "missing or bad "+PortHeader+" header")
 		return
 	}
 	addr, ok := h.upstreams[port]
 	if !ok {
 		h.metrics.requests.WithLabelValues("forbidden").Inc()
-		writeJSONError(w, http.StatusForbidden, fmt.Sprintf("port %d is not allowed by the agent", port))
+		h.writeError(w, http.StatusForbidden, "port_not_allowed", fmt.Sprintf("port %d is not allowed by the agent", port))
 		return
 	}
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
@@ -73,11 +75,11 @@ func (h *upstreamHandler) upstreamError(w http.ResponseWriter, r *http.Request, 
 		return // the edge (its client) went away: nobody to answer
 	}
 	h.metrics.requests.WithLabelValues("upstream_error").Inc()
-	h.log.Info("upstream request failed", "upstream", r.Context().Value(upstreamKey{}), "err", err)
-	writeJSONError(w, http.StatusBadGateway, "agent could not reach its upstream")
+	h.log.Info("upstream request failed", "upstream", r.Context().Value(upstreamKey{}), "error", err)
+	h.writeError(w, http.StatusBadGateway, "upstream_unreachable", "agent could not reach its upstream")
 }
 
-func rewriteUpstream(pr *httputil.ProxyRequest) {
+func (h *upstreamHandler) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme = "http"
 	pr.Out.URL.Host = pr.In.Context().Value(upstreamKey{}).(string)
 	// The Host header stays the one the client sent. X-Forwarded-* were set by the edge, which is
@@ -87,11 +89,7 @@ func rewriteUpstream(pr *httputil.ProxyRequest) {
 			pr.Out.Header[k] = v
 		}
 	}
-	for k := range pr.Out.Header {
-		if isEdgeHeader(k) {
-			delete(pr.Out.Header, k)
-		}
-	}
+	h.removeEdge(pr.Out.Header)
 	pr.Out.Header.Del("Authorization")
 }
 

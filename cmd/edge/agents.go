@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,8 +27,10 @@ type agentParts struct {
 	redis     redis.UniversalClient
 	router    *proxy.AgentRouter
 	internal  http.Handler // nil without an internal listener
-	gitlabAPI http.Handler // nil without gitlab_api
+	// verifier checks agent tokens at connect; a reload swaps it, nil refuses every agent.
+	verifier atomic.Pointer[tokens.AgentVerifier]
 	events    chan registryEvent
+	stopRun   context.CancelFunc
 	draining  chan struct{}
 	running   sync.WaitGroup
 	log       *slog.Logger
@@ -60,31 +64,27 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		}
 		a.registry = mr
 	}
-	if len(cfg.Agents.Keys) > 0 {
-		keys, err := agentKeys(cfg.Agents.Keys)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		verifier, err := tokens.NewAgentVerifier(tokens.AgentVerifierOptions{Keys: keys, Issuer: cfg.Agents.Issuer, Leeway: cfg.Agents.Leeway.Duration})
-		if err != nil {
-			return nil, usageError{fmt.Errorf("agents.keys: %w", err)}
-		}
-		a.tunnels, err = tunnel.NewServer(tunnel.ServerOptions{
-			Verify: func(ctx context.Context, token string) (tunnel.Identity, error) {
-				id, err := verifier.Verify(ctx, token)
-				return tunnel.Identity{AgentID: id.AgentID, ProjectID: id.ProjectID}, err
-			},
-			OnConnect:    func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), true} },
-			OnDisconnect: func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), false} },
-			// With the default 1 MiB window, slow readers can make this edge buffer at most
-			// 256 MiB per agent at this stream cap.
-			MaxStreamsPerAgent: 256,
-			Logger:             log,
-			Metrics:            reg,
-		})
-		if err != nil {
-			return nil, err
-		}
+	var err error
+	a.tunnels, err = tunnel.NewServer(tunnel.ServerOptions{
+		Verify: func(ctx context.Context, token string) (tunnel.Identity, error) {
+			v := a.verifier.Load()
+			if v == nil {
+				return tunnel.Identity{}, errors.New("agents.keys is not configured")
+			}
+			id, err := v.Verify(ctx, token)
+			return tunnel.Identity{AgentID: id.AgentID, ProjectID: id.ProjectID}, err
+		},
+		OnConnect:    func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), true} },
+		OnDisconnect: func(c *tunnel.Conn) { a.events <- registryEvent{connInfo(c), false} },
+		// With the default 1 MiB window, slow readers can make this edge buffer at most
+		// 256 MiB per agent at this stream cap.
+		MaxStreamsPerAgent: 256,
+		WriteError:         proxy.WriteError,
+		Logger:             log,
+		Metrics:            reg,
+	})
+	if err != nil {
+		return nil, err
 	}
 	var minter proxy.InternalMinter
 	var internalVerifier proxy.InternalVerifier
@@ -99,13 +99,10 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		}
 		minter, internalVerifier = signer, v
 	}
-	var tunnels proxy.Tunnels = noTunnels{}
-	if a.tunnels != nil {
-		tunnels = localTunnels{a.tunnels}
-	}
 	router, err := proxy.NewAgentRouter(proxy.AgentRouterOptions{
-		Self: cfg.Listen.AdvertiseInternal, Tunnels: tunnels, Registry: a.registry, Minter: minter,
-		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg,
+		Self: cfg.Listen.AdvertiseInternal, Tunnels: localTunnels{a.tunnels}, Registry: a.registry, Minter: minter,
+		PeerPrefixes: cfg.Internal.PeerPrefixes,
+		Wait:         cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg,
 	})
 	if err != nil {
 		return nil, err
@@ -114,14 +111,20 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 	if internalVerifier != nil && cfg.Listen.Internal != "" {
 		a.internal = router.InternalHandler(internalVerifier)
 	}
-	if g := cfg.GitLabAPI; g != nil {
-		v, err := tokens.NewGitLabAPIVerifier(g.Secret, g.Issuer, g.Audience, 0)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("gitlab_api: %w", err)}
-		}
-		a.gitlabAPI = router.GitLabAPIHandler(v)
-	}
 	return a, nil
+}
+
+// agentVerifier checks agent tokens with the keys of one config.
+func agentVerifier(c config.Agents) (*tokens.AgentVerifier, error) {
+	keys, err := agentKeys(c.Keys)
+	if err != nil {
+		return nil, err
+	}
+	v, err := tokens.NewAgentVerifier(tokens.AgentVerifierOptions{Keys: keys, Issuer: c.Issuer, Leeway: c.Leeway.Duration})
+	if err != nil {
+		return nil, fmt.Errorf("agents.keys: %w", err)
+	}
+	return v, nil
 }
 
 func agentKeys(refs []config.KeyRef) ([]tokens.Key, error) {
@@ -149,8 +152,11 @@ func connInfo(c *tunnel.Conn) discovery.ConnInfo {
 	}
 }
 
-// run keeps the registry in step with the tunnels, in connect order, off the request path.
-func (a *agentParts) run(ctx context.Context) {
+// run keeps the registry in step with the tunnels, in connect order, off the request path,
+// until stopRegistry.
+func (a *agentParts) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopRun = cancel
 	a.running.Go(func() {
 		if err := a.registry.Run(ctx); err != nil {
 			a.log.Error("registry stopped", "error", err)
@@ -186,20 +192,19 @@ func (a *agentParts) drainRegistry(ctx context.Context) {
 	}
 }
 
-// drainTunnels asks agents to reconnect elsewhere once their requests in flight are done.
+// drainTunnels asks agents to reconnect elsewhere once their requests in flight are done, then
+// closes what is left.
 func (a *agentParts) drainTunnels(ctx context.Context) {
-	if a.tunnels == nil {
-		return
-	}
 	if err := a.tunnels.Drain(ctx); err != nil {
 		a.log.Warn("tunnel drain", "error", err)
 	}
+	a.tunnels.Close()
 }
 
-// close ends the tunnels and, once the registry's loops have returned, its Redis client.
-func (a *agentParts) close() {
-	if a.tunnels != nil {
-		a.tunnels.Close()
+// stopRegistry stops the registry's loops and then closes its Redis client.
+func (a *agentParts) stopRegistry() {
+	if a.stopRun != nil {
+		a.stopRun()
 	}
 	a.running.Wait()
 	if a.redis != nil {
@@ -223,11 +228,6 @@ func (l localTunnels) ConnTransport(agentID, connectionID string) http.RoundTrip
 	}
 	return c.Transport()
 }
-
-type noTunnels struct{}
-
-func (noTunnels) Transport(string) http.RoundTripper             { return nil }
-func (noTunnels) ConnTransport(string, string) http.RoundTripper { return nil }
 
 // redisLogger sends go-redis's own messages (dial failures while Redis is down) to the structured
 // log instead of standard error. go-redis keeps its logger in a package variable, so only the

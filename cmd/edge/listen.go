@@ -2,7 +2,8 @@ package main
 
 import (
 	"net"
-	"sync"
+
+	"golang.org/x/net/netutil"
 )
 
 // listen opens a TCP listener; with max > 0 it holds at most max connections open at once,
@@ -12,32 +13,5 @@ func listen(addr string, max int) (net.Listener, error) {
 	if err != nil || max <= 0 {
 		return ln, err
 	}
-	return &limitListener{Listener: ln, slots: make(chan struct{}, max)}, nil
-}
-
-type limitListener struct {
-	net.Listener
-	slots chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	l.slots <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+	return netutil.LimitListener(ln, max), nil
 }

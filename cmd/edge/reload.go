@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -14,14 +15,16 @@ import (
 	"gitlab.com/edge/edge/config"
 )
 
-// reloader applies a changed config file: new cells, job token keys, classify and routing
-// limits take effect for new requests without dropping any connection. A bad file is refused
-// with an error log line and the running config stays. Listeners, the registry and agents need a
-// restart.
+// reloader applies a changed config file: the whole route table (cells, job token keys,
+// classify, routing limits, trusted proxies, agent keys, the API for GitLab) takes effect for new
+// requests and agent connections without dropping any connection. A bad file is refused with an
+// error log line and the running config stays. A changed setting that needs a restart (listeners,
+// limits, the registry, ...) is named in the log.
 type reloader struct {
 	path       string
 	overrides  overrides
 	rt         *router
+	mu         sync.Mutex // guards current: the drain reads its grace
 	current    *config.Config
 	sum        [32]byte
 	generation prometheus.Gauge
@@ -87,34 +90,57 @@ func (r *reloader) reload(why string) {
 	data, _ := os.ReadFile(r.path)
 	r.sum = sha256.Sum256(data)
 	cfg, err := loadConfig(r.path)
+	var next routeTable
 	if err == nil {
 		r.overrides.apply(cfg)
-		var p = r.rt.runner.Load()
-		next, buildErr := r.rt.buildRunnerProxy(cfg)
-		if buildErr == nil {
-			r.rt.runner.Store(next)
-			p.CloseIdleConnections()
-		}
-		err = buildErr
+		next, err = r.rt.buildRoutes(cfg)
+	}
+	if err == nil {
+		err = r.rt.apply(next)
 	}
 	if err != nil {
 		r.reloads.WithLabelValues("error").Inc()
 		log.Error("config reload refused; the running config stays", "error", err)
 		return
 	}
-	if restartNeeded(r.current, cfg) {
-		log.Warn("listeners, registry, internal, agents and gitlab_api changes take effect only after a restart")
+	changed := config.Diff(r.current, cfg)
+	for _, name := range restartOnly(r.current, cfg, changed) {
+		log.Warn("setting changed but needs a restart; the running value stays", "setting", name)
 	}
+	r.mu.Lock()
 	r.current = cfg
+	r.mu.Unlock()
 	r.generation.Inc()
 	r.reloads.WithLabelValues("ok").Inc()
-	log.Info("config reloaded", "cells", len(cfg.Cells))
+	log.Info("config reloaded", "cells", len(cfg.Cells), "changed", changed)
 }
 
-func restartNeeded(old, next *config.Config) bool {
-	return old.Listen != next.Listen ||
-		(old.Registry == nil) != (next.Registry == nil) ||
-		!bytes.Equal(old.Internal.Secret, next.Internal.Secret) ||
-		len(old.Agents.Keys) != len(next.Agents.Keys) ||
-		(old.GitLabAPI == nil) != (next.GitLabAPI == nil)
+// grace is shutdown.grace of the config in force.
+func (r *reloader) grace() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current.Shutdown.Grace.Duration
+}
+
+// reloadable are the settings a reload applies: the whole route table (cells, routing, token
+// keys, agent keys, the API for GitLab, the access log switch) and the drain's grace.
+var reloadable = map[string]bool{
+	"cells": true, "routing": true, "tokens": true, "gitlab_api": true, "log.access": true,
+	"shutdown.grace": true, "agents": true,
+}
+
+// restartOnly names each changed setting a reload cannot apply: listeners, limits, log level and
+// format, the registry, the internal secret and peers, and agents.wait (the agent router outlives
+// reloads).
+func restartOnly(old, next *config.Config, changed []string) []string {
+	var out []string
+	for _, name := range changed {
+		if !reloadable[name] {
+			out = append(out, name)
+		}
+	}
+	if old.Agents.Wait != next.Agents.Wait {
+		out = append(out, "agents.wait")
+	}
+	return out
 }

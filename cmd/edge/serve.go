@@ -42,9 +42,9 @@ func (o overrides) apply(cfg *config.Config) {
 	}
 }
 
-// serve runs until ctx ends (SIGTERM/SIGINT), then drains: /readyz turns 503, the public
-// listener stops accepting, and requests in flight, long polls included, get up to
-// shutdown.grace to finish.
+// serve runs until ctx ends (SIGTERM/SIGINT), then drains: /readyz turns 503, registry entries
+// go, the public listener stops accepting, and requests in flight, long polls included, get up to
+// shutdown.grace to finish. Its parts start as stages and stop in reverse.
 func serve(ctx context.Context, cfg *config.Config, path string, o overrides, log *slog.Logger) error {
 	reg := newRegistry()
 	rt, err := buildRouter(cfg, log, reg)
@@ -55,88 +55,129 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 	if err != nil {
 		return err
 	}
+	logStartup(log, cfg, path)
 	h := &health{}
+	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	public := &http.Server{
-		Handler:           rt.Handler(),
+		Handler:           rt.front,
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout.Duration,
 		IdleTimeout:       cfg.Limits.IdleTimeout.Duration,
 		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog,
 	}
 	ops := &http.Server{
 		Handler:           opsHandler(reg, h, rt.agents.registry.Healthy),
 		ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	publicLn, err := listen(cfg.Listen.Public, cfg.Limits.MaxConnections)
-	if err != nil {
-		return fmt.Errorf("listen.public: %w", err)
-	}
-	opsLn, err := listen(cfg.Listen.Ops, 0)
-	if err != nil {
-		publicLn.Close()
-		return fmt.Errorf("listen.ops: %w", err)
+		ErrorLog:          errorLog,
 	}
 	var internal *http.Server
-	var internalLn net.Listener
 	if rt.agents.internal != nil {
-		if internalLn, err = listen(cfg.Listen.Internal, 0); err != nil {
-			publicLn.Close()
-			opsLn.Close()
-			return fmt.Errorf("listen.internal: %w", err)
-		}
 		internal = &http.Server{
-			Handler:           rt.agents.internal,
+			Handler:           rt.front.InternalHandler(),
 			ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout.Duration,
 			IdleTimeout:       cfg.Limits.IdleTimeout.Duration,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+			ErrorLog:          errorLog,
 		}
 	}
-	runCtx, stopRun := context.WithCancel(context.Background())
-	defer stopRun()
-	rt.agents.run(runCtx)
-	go reloads.run(runCtx, 2*time.Second)
-	errc := make(chan error, 3)
-	go func() { errc <- serveOn(public, publicLn) }()
-	go func() { errc <- serveOn(ops, opsLn) }()
-	log.Info("listening", "listener", "public", "addr", publicLn.Addr().String())
-	log.Info("listening", "listener", "ops", "addr", opsLn.Addr().String())
-	if internal != nil {
-		go func() { errc <- serveOn(internal, internalLn) }()
-		log.Info("listening", "listener", "internal", "addr", internalLn.Addr().String())
+	lns, err := openListeners(cfg, internal != nil)
+	if err != nil {
+		return err
 	}
-	h.ready.Store(true)
-
+	errc := make(chan error, 3)
+	serveIn := func(name string, srv *http.Server, ln net.Listener) {
+		log.Info("listening", "listener", name, "addr", ln.Addr().String())
+		go func() { errc <- serveOn(srv, ln) }()
+	}
+	reloadCtx, stopReload := context.WithCancel(context.Background())
+	defer stopReload()
+	reloadDone := make(chan struct{})
+	st := &stages{log: log}
+	err = st.start(ctx,
+		stage{name: "ops listener",
+			start: func() error { serveIn("ops", ops, lns.ops); return nil },
+			stop:  func(context.Context) { ops.Close() }},
+		stage{name: "registry",
+			start: func() error { rt.agents.run(); return nil },
+			stop:  func(context.Context) { rt.agents.stopRegistry() }},
+		stage{name: "tunnels",
+			stop: func(ctx context.Context) { rt.agents.drainTunnels(ctx) }},
+		stage{name: "public and internal listeners",
+			start: func() error {
+				serveIn("public", public, lns.public)
+				if internal != nil {
+					serveIn("internal", internal, lns.internal)
+				}
+				return nil
+			},
+			stop: func(ctx context.Context) { shutdown(ctx, log, public, internal) }},
+		stage{name: "ready",
+			start: func() error { h.ready.Store(true); return nil },
+			stop: func(ctx context.Context) {
+				h.draining.Store(true)
+				log.Info("draining", "grace", cfg.Shutdown.Grace.String())
+				rt.agents.drainRegistry(ctx)
+			}},
+		stage{name: "reload",
+			start: func() error {
+				go func() { defer close(reloadDone); reloads.run(reloadCtx, 2*time.Second) }()
+				return nil
+			},
+			stop: func(context.Context) { stopReload(); <-reloadDone }},
+	)
+	if err != nil {
+		return err
+	}
 	select {
 	case err = <-errc:
 		log.Error("listener failed", "error", err)
 	case <-ctx.Done():
 	}
-	h.draining.Store(true)
-	grace := cfg.Shutdown.Grace.Duration
-	log.Info("draining", "grace", grace)
-	drainCtx, cancel := context.WithTimeout(context.Background(), grace)
+	drainCtx, cancel := context.WithTimeout(context.Background(), reloads.grace())
 	defer cancel()
-	rt.agents.drainRegistry(drainCtx)
+	st.stop(drainCtx)
+	log.Info("stopped")
+	return err
+}
+
+type listeners struct{ public, ops, internal net.Listener }
+
+// openListeners opens every listener before anything starts, so a busy port fails at once.
+func openListeners(cfg *config.Config, withInternal bool) (listeners, error) {
+	var l listeners
+	var err error
+	if l.public, err = listen(cfg.Listen.Public, cfg.Limits.MaxConnections); err != nil {
+		return l, fmt.Errorf("listen.public: %w", err)
+	}
+	if l.ops, err = listen(cfg.Listen.Ops, 0); err != nil {
+		l.public.Close()
+		return l, fmt.Errorf("listen.ops: %w", err)
+	}
+	if withInternal {
+		if l.internal, err = listen(cfg.Listen.Internal, 0); err != nil {
+			l.public.Close()
+			l.ops.Close()
+			return l, fmt.Errorf("listen.internal: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// shutdown lets the servers' requests finish within ctx, then closes what remains.
+func shutdown(ctx context.Context, log *slog.Logger, servers ...*http.Server) {
 	var wg sync.WaitGroup
-	for _, srv := range []*http.Server{public, internal} {
+	for _, srv := range servers {
 		if srv == nil {
 			continue
 		}
 		wg.Go(func() {
-			if shutdownErr := srv.Shutdown(drainCtx); shutdownErr != nil {
-				log.Warn("grace period over; closing remaining connections", "error", shutdownErr)
+			if err := srv.Shutdown(ctx); err != nil {
+				log.Warn("grace period over; closing remaining connections", "error", err)
 				srv.Close()
 			}
 		})
 	}
 	wg.Wait()
-	rt.agents.drainTunnels(drainCtx)
-	stopRun()
-	rt.agents.close()
-	ops.Close()
-	log.Info("stopped")
-	return err
 }
 
 func serveOn(srv *http.Server, ln net.Listener) error {

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
-	"strings"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,7 +12,6 @@ import (
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
-	"gitlab.com/edge/edge/tunnel"
 )
 
 // loadConfig reads and validates a config; problems are usage errors (exit 2).
@@ -32,10 +27,10 @@ func loadConfig(path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// router is everything the listeners serve. The runner proxy is swapped whole on a config
-// reload; requests in flight finish on the one they started with.
+// router is everything the listeners serve: the front with its route table, and the parts that
+// outlive a reload (metrics, learned job ids, tunnels, the registry).
 type router struct {
-	runner  atomic.Pointer[proxy.Proxy]
+	front   *proxy.Front
 	agents  *agentParts
 	metrics *proxy.Metrics         // shared by every runner proxy: registered once
 	learned *discovery.LearnedJobs // outlives reloads: what was learned stays learned
@@ -51,15 +46,66 @@ func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 	if rt.metrics, err = proxy.NewMetrics(reg); err != nil {
 		return nil, err
 	}
-	p, err := rt.buildRunnerProxy(cfg)
-	if err != nil {
-		return nil, err
-	}
-	rt.runner.Store(p)
 	if rt.agents, err = buildAgents(cfg, log, reg); err != nil {
 		return nil, err
 	}
+	rt.front = proxy.NewFront(log, rt.metrics)
+	next, err := rt.buildRoutes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.apply(next); err != nil {
+		return nil, err
+	}
 	return rt, nil
+}
+
+// routeTable is one config's route table and the agent verifier that goes with it.
+type routeTable struct {
+	routes *proxy.Routes
+	agents *tokens.AgentVerifier // nil: agents.keys not set
+}
+
+// buildRoutes builds everything a reload can change; nothing is in force until apply.
+func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
+	runner, err := rt.buildRunnerProxy(cfg)
+	if err != nil {
+		return routeTable{}, err
+	}
+	t := routeTable{routes: &proxy.Routes{
+		Runner:    runner,
+		Internal:  rt.agents.internal,
+		Headers:   proxy.HeaderPolicy{Trusted: cfg.Routing.TrustedPrefixes},
+		AccessLog: cfg.Log.AccessLog(),
+	}}
+	if len(cfg.Agents.Keys) > 0 {
+		if t.agents, err = agentVerifier(cfg.Agents); err != nil {
+			return routeTable{}, usageError{err}
+		}
+		t.routes.AgentConnect = rt.agents.tunnels
+	}
+	if g := cfg.GitLabAPI; g != nil {
+		v, err := tokens.NewGitLabAPIVerifier(g.Secret, g.Issuer, g.Audience, 0)
+		if err != nil {
+			return routeTable{}, usageError{fmt.Errorf("gitlab_api: %w", err)}
+		}
+		t.routes.GitLabAPI = proxy.NewGitLabAPI(rt.agents.router, v)
+	}
+	return t, nil
+}
+
+// apply puts a route table in force: new requests and new agent connections see it, those in
+// flight finish on the one they started with.
+func (rt *router) apply(t routeTable) error {
+	old := rt.front.Routes()
+	rt.agents.verifier.Store(t.agents)
+	if err := rt.front.Swap(t.routes); err != nil {
+		return err
+	}
+	if old != nil {
+		old.Runner.CloseIdleConnections()
+	}
+	return nil
 }
 
 // buildRunnerProxy builds the runner proxy of one config: cells, token keys, classify, limits.
@@ -76,18 +122,20 @@ func (rt *router) buildRunnerProxy(cfg *config.Config) (*proxy.Proxy, error) {
 		LongPollTimeout: cfg.Routing.LongPollTimeout.Duration,
 		UpstreamTimeout: cfg.Routing.UpstreamTimeout.Duration,
 		DialTimeout:     cfg.Routing.DialTimeout.Duration,
-		TrustedProxies:  cfg.Routing.TrustedPrefixes,
 		Learned:         rt.learned,
 		Log:             rt.log,
 		Metrics:         rt.metrics,
 	}
-	if cfg.Tokens.JobJWT.Verify {
+	switch j := cfg.Tokens.JobJWT; {
+	case !j.Enabled:
+		// No tokens.job_jwt section: the job-JWT rule is off (the startup line says so).
+	case j.Verify:
 		v, err := buildVerifier(cfg.Tokens)
 		if err != nil {
 			return nil, usageError{err}
 		}
 		opts.Verifier = v
-	} else {
+	default:
 		opts.RouteUnverified = true
 	}
 	if cfg.Routing.ClassifyURL != "" {
@@ -104,45 +152,6 @@ func (rt *router) buildRunnerProxy(cfg *config.Config) (*proxy.Proxy, error) {
 	return proxy.New(opts)
 }
 
-// Handler dispatches the public listener by path prefix. It is not a ServeMux on purpose: a
-// mux cleans and redirects paths, and runner requests must reach the cell as they were sent.
-func (rt *router) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		path := r.URL.Path
-		switch {
-		case path == tunnel.ConnectPath:
-			if rt.agents.tunnels == nil {
-				writeJSONError(w, http.StatusNotFound, "agents_disabled", "this edge accepts no agents: agents.keys is not configured")
-				return
-			}
-			rt.agents.tunnels.ServeHTTP(w, r)
-		case strings.HasPrefix(path, "/-/api/v1/"):
-			if rt.agents.gitlabAPI == nil {
-				writeJSONError(w, http.StatusNotFound, "api_disabled", "the API for GitLab is not configured (gitlab_api)")
-				return
-			}
-			stripEdgeHeaders(r.Header)
-			rt.agents.gitlabAPI.ServeHTTP(w, r)
-		default:
-			rt.runner.Load().ServeHTTP(w, r)
-		}
-	})
-}
-
-func stripEdgeHeaders(h http.Header) {
-	for k := range h {
-		if strings.HasPrefix(k, "Edge-") {
-			delete(h, k)
-		}
-	}
-}
-
-func writeJSONError(w http.ResponseWriter, status int, cause, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": cause, "message": message})
-}
-
 func buildCells(in []config.Cell) (*discovery.Cells, error) {
 	out := make([]discovery.Cell, 0, len(in))
 	for i, c := range in {
@@ -150,7 +159,7 @@ func buildCells(in []config.Cell) (*discovery.Cells, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cells[%d].url: %w", i, err)
 		}
-		cell := discovery.Cell{ID: c.ID, URL: u, Legacy: c.Legacy}
+		cell := discovery.Cell{ID: c.ID, URL: u, Legacy: c.Legacy, PreserveHost: c.KeepsHost()}
 		for _, r := range c.Ranges {
 			cell.Ranges = append(cell.Ranges, discovery.IDRange{Lo: r.Lo, Hi: r.Hi})
 		}

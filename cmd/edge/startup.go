@@ -1,0 +1,56 @@
+package main
+
+import (
+	"log/slog"
+
+	"gitlab.com/edge/edge/config"
+)
+
+// logStartup says, once, what this process is and what it serves.
+func logStartup(log *slog.Logger, cfg *config.Config, path string) {
+	b := readBuildInfo()
+	cells := make([]uint64, 0, len(cfg.Cells))
+	for _, c := range cfg.Cells {
+		cells = append(cells, c.ID)
+	}
+	legacy, _ := cfg.LegacyCell()
+	log.Info("edge starting", "version", b.Version, "commit", b.Commit, "go", b.GoVersion, "config", path,
+		"cells", cells, "legacy_cell", legacy.ID, "features", features(cfg))
+	if !cfg.Tokens.JobJWT.Enabled {
+		log.Info("job-JWT routing rule off: no tokens.job_jwt section; job tokens route by the later rules")
+	}
+}
+
+// features lists what this config turns on, for the startup line.
+func features(cfg *config.Config) []string {
+	out := []string{"runner_routing"}
+	switch j := cfg.Tokens.JobJWT; {
+	case !j.Enabled:
+		out = append(out, "job_jwt:off")
+	case j.Verify:
+		out = append(out, "job_jwt:verified")
+	default:
+		out = append(out, "job_jwt:unverified")
+	}
+	if cfg.Routing.ClassifyURL != "" {
+		out = append(out, "classify")
+	}
+	if len(cfg.Agents.Keys) > 0 {
+		out = append(out, "agents")
+	}
+	if cfg.GitLabAPI != nil {
+		out = append(out, "gitlab_api")
+	}
+	if cfg.Registry != nil {
+		out = append(out, "registry:redis")
+	} else {
+		out = append(out, "registry:memory")
+	}
+	if cfg.Listen.Internal != "" && len(cfg.Internal.Secret) > 0 {
+		out = append(out, "internal")
+	}
+	if cfg.Log.AccessLog() {
+		out = append(out, "access_log")
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// HeaderRequestID carries a request's id: kept from a trusted proxy, otherwise made here; sent
+// upstream and returned to the client.
+const HeaderRequestID = "X-Request-Id"
+
+// recorder is the response writer every route writes through: it keeps what the access log,
+// metrics and the request id need. Unwrap lets http.ResponseController reach the connection's
+// Flush, Hijack and deadlines.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	id     [1]string // the X-Request-Id value, as a header slice without an allocation
+	route  RouteKind
+	cell   uint64
+	agent  string
+	rule   string
+	cause  string
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+		// The cell may have answered with its own id; the client gets the one edge logged.
+		w.ResponseWriter.Header()[HeaderRequestID] = w.id[:]
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// recorderOf finds the front's recorder under w, or nil when a handler runs without the front.
+func recorderOf(w http.ResponseWriter) *recorder {
+	rec, _ := w.(*recorder)
+	return rec
+}
+
+// setRequestID keeps a trusted proxy's request id when it is sane, or makes one, and sends it on.
+func (w *recorder) setRequestID(r *http.Request, trusted bool) {
+	if v := r.Header[HeaderRequestID]; trusted && len(v) == 1 && saneRequestID(v[0]) {
+		w.id[0] = v[0]
+	} else {
+		w.id[0] = newRequestID()
+	}
+	r.Header[HeaderRequestID] = w.id[:]
+}
+
+func saneRequestID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// logAccess writes the one access line of a request.
+func (w *recorder) logAccess(ctx context.Context, log *slog.Logger, r *http.Request, start time.Time) {
+	status := w.status
+	if status == 0 {
+		status = statusClientClosed
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.Int64("bytes", w.bytes),
+		slog.String("duration", time.Since(start).String()),
+		slog.String("route", w.route.String()),
+	)
+	if w.cell != 0 {
+		attrs = append(attrs, slog.Uint64("cell", w.cell))
+	}
+	if w.agent != "" {
+		attrs = append(attrs, slog.String("agent_id", w.agent))
+	}
+	if w.rule != "" {
+		attrs = append(attrs, slog.String("rule", w.rule))
+	}
+	if w.cause != "" {
+		attrs = append(attrs, slog.String("cause", w.cause))
+	}
+	attrs = append(attrs, slog.String("request_id", w.id[0]), slog.String("remote", r.RemoteAddr))
+	log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
+}

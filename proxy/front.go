@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Front is edge's HTTP front door: every request of the public and internal listeners passes
+// the header policy, one match, one handler and one error writer, against the route table in
+// force when it arrived. A reload swaps the table whole; requests in flight finish on theirs.
+type Front struct {
+	routes  atomic.Pointer[Routes]
+	log     *slog.Logger
+	metrics *Metrics
+}
+
+// NewFront makes a front; Swap gives it its first route table.
+func NewFront(log *slog.Logger, metrics *Metrics) *Front {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Front{log: log, metrics: metrics}
+}
+
+// Swap puts a new route table in force.
+func (f *Front) Swap(rt *Routes) error {
+	if rt == nil || rt.Runner == nil {
+		return errors.New("proxy: a route table needs the runner proxy")
+	}
+	f.routes.Store(rt)
+	return nil
+}
+
+// Routes is the table in force.
+func (f *Front) Routes() *Routes { return f.routes.Load() }
+
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rt := f.routes.Load()
+	rec := &recorder{ResponseWriter: w}
+	trusted := rt.Headers.trusted(r.RemoteAddr)
+	err := rt.Headers.clean(r, trusted)
+	rec.setRequestID(r, trusted)
+	m := rt.match(r)
+	rec.route = m.kind
+	if err == nil {
+		err = m.err
+	}
+	if err != nil {
+		f.refuse(rec, r, err)
+	} else {
+		upgrade(r.Header, m.kind.upgradeRule())
+		f.dispatch(rt, m.kind, rec, r)
+	}
+	if rt.AccessLog && f.log.Enabled(r.Context(), slog.LevelInfo) {
+		rec.logAccess(r.Context(), f.log, r, start)
+	}
+}
+
+func (f *Front) dispatch(rt *Routes, kind RouteKind, w *recorder, r *http.Request) {
+	switch kind {
+	case RouteRunner:
+		rt.Runner.serve(w, r, TrafficRunner)
+	case RouteLegacy:
+		rt.Runner.serve(w, r, TrafficOther)
+	case RouteAgentConnect:
+		rt.AgentConnect.ServeHTTP(w, r)
+	case RouteGitLabAPI:
+		rt.GitLabAPI.ServeHTTP(w, r)
+	case RouteAggregation:
+		rt.Aggregation.Handler.ServeHTTP(w, r)
+	case RouteWorkspace:
+		rt.Workspaces.Handler.ServeHTTP(w, r)
+	case RouteAuth:
+		rt.Auth.Handler.ServeHTTP(w, r)
+	}
+}
+
+// refuse answers a request the front will not route, before any backend sees it.
+func (f *Front) refuse(w *recorder, r *http.Request, err error) {
+	status, _ := statusOf(err)
+	writeErr(w, err)
+	if f.metrics != nil {
+		f.metrics.requests.WithLabelValues(w.route.trafficLabel(), "edge", codeClass(status)).Inc()
+	}
+}
+
+// trafficLabel keeps the edge_requests_total kind label of earlier releases for runner and
+// legacy traffic.
+func (k RouteKind) trafficLabel() string {
+	switch k {
+	case RouteRunner:
+		return TrafficRunner.String()
+	case RouteLegacy:
+		return TrafficOther.String()
+	}
+	return k.String()
+}
+
+// InternalHandler serves the internal listener through the same policy: its peers are other
+// edges, whose forwarding headers, request ids and Edge-* routing headers it keeps.
+func (f *Front) InternalHandler() http.Handler {
+	policy := HeaderPolicy{TrustAll: true, KeepEdge: true}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rt := f.routes.Load()
+		rec := &recorder{ResponseWriter: w, route: RouteInternal}
+		err := policy.clean(r, true)
+		rec.setRequestID(r, true)
+		switch {
+		case err != nil:
+			f.refuse(rec, r, err)
+		case rt.Internal == nil:
+			f.refuse(rec, r, ErrNotConfigured)
+		default:
+			upgrade(r.Header, RouteInternal.upgradeRule())
+			rt.Internal.ServeHTTP(rec, r)
+		}
+		if rt.AccessLog && f.log.Enabled(r.Context(), slog.LevelInfo) {
+			rec.logAccess(r.Context(), f.log, r, start)
+		}
+	})
+}
+
+// Hijack records a protocol switch (a WebSocket or the agent tunnel) as a 101 answer.
+func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, brw, err
+}

@@ -1,0 +1,52 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// linkLocal are never peers, whatever internal.peers says: cloud metadata endpoints live there.
+var linkLocal = [...]netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
+
+// peerAllowed tells whether edge may forward to addr (an "ip:port" after name resolution).
+func peerAllowed(peers []netip.Prefix, addr string) bool {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	for _, p := range linkLocal {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	for _, p := range peers {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// newPeerTransport reaches other edges' internal listeners, and only addresses inside peers:
+// the check runs on the address actually dialled, after name resolution, so neither a poisoned
+// registry entry nor a DNS answer can send an internal JWT or a request anywhere else.
+func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration) *http.Transport {
+	t := newTransport(dialTimeout, 0)
+	dialer := &net.Dialer{
+		Timeout:   dialTimeout,
+		KeepAlive: 30 * time.Second,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			if !peerAllowed(peers, address) {
+				return fmt.Errorf("%w: %s", ErrPeerNotAllowed, address)
+			}
+			return nil
+		},
+	}
+	t.DialContext = dialer.DialContext
+	return t
+}
