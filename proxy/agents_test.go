@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/tokens"
 )
@@ -104,19 +106,50 @@ func TestAgentRouterWaitsThenTimesOut(t *testing.T) {
 }
 
 func TestAgentRouterWakesWhenAgentConnects(t *testing.T) {
-	a, tun, reg := newAgentFixture(t, 10*time.Second)
-	go func() {
-		time.Sleep(100 * time.Millisecond) // the agent connects while the request waits
-		tun.hold("late")
-		reg.Register(context.Background(), discovery.ConnInfo{AgentID: "late", ConnectionID: "c1", ConnectedAt: time.Now()})
-	}()
-	start := time.Now()
-	w := httptest.NewRecorder()
-	a.Forward(w, httptest.NewRequest("GET", "/", nil), AgentTarget{AgentID: "late", Port: 80, Path: "/"})
-	if w.Code != http.StatusOK {
-		t.Fatalf("status %d %q", w.Code, w.Body)
+	_, tun, _ := newAgentFixture(t, 10*time.Second)
+	// The fixture's router over a registry whose metrics are kept: its waiters gauge says when
+	// the request is waiting, and only then does the agent connect.
+	metrics := prometheus.NewRegistry()
+	reg, err := discovery.NewMemoryRegistry(discovery.NewMemoryStore(), discovery.RegistryOptions{Self: "http://127.0.0.1:1", Registerer: metrics}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("answered %v after the request arrived", time.Since(start))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go reg.Run(ctx)
+	a, err := NewAgentRouter(AgentRouterOptions{Self: "http://127.0.0.1:1", Tunnels: tun, Registry: reg, Wait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiters := func() float64 {
+		mfs, _ := metrics.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "edge_registry_waiters" && len(mf.GetMetric()) == 1 {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+
+	answered := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		a.Forward(w, httptest.NewRequest("GET", "/", nil), AgentTarget{AgentID: "late", Port: 80, Path: "/"})
+		answered <- w
+	}()
+	for deadline := time.Now().Add(10 * time.Second); waiters() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the request never waited for the agent (waiters %v)", waiters())
+		}
+	}
+	tun.hold("late")
+	if err := reg.Register(context.Background(), discovery.ConnInfo{AgentID: "late", ConnectionID: "c1", ConnectedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// The request waits at most the router's 10 s: a 504 then means the connect did not wake it.
+	if w := <-answered; w.Code != http.StatusOK {
+		t.Fatalf("status %d %q, want 200 once the agent connected", w.Code, w.Body)
+	}
 }
 
 type fakeInternalVerifier struct{ secret []byte }

@@ -399,16 +399,20 @@ func TestUpstreamFailures(t *testing.T) {
 	})
 	t.Run("client that goes away cancels the upstream request", func(t *testing.T) {
 		f := newFixture(t, nil)
-		canceled := make(chan struct{})
+		arrived, canceled := make(chan struct{}, 1), make(chan struct{})
 		f.cells[1].answer = func(w http.ResponseWriter, r *http.Request) {
+			arrived <- struct{}{}
 			<-r.Context().Done()
 			close(canceled)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		req := newReq(t, "POST", f.front.URL+"/api/v4/jobs/request", strings.NewReader(`{}`), "RUNNER-TOKEN", routable(t, 2)).WithContext(ctx)
 		go func() {
-			for len(f.cells[1].requests()) == 0 {
-				time.Sleep(5 * time.Millisecond)
+			// The client goes away once the cell has the request, not before.
+			select {
+			case <-arrived:
+			case <-ctx.Done():
 			}
 			cancel()
 		}()
