@@ -9,8 +9,13 @@ import (
 	"time"
 )
 
-// linkLocal are never peers, whatever internal.peers says: cloud metadata endpoints live there.
-var linkLocal = [...]netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
+// linkLocal are never peers, whatever internal.peers says: cloud metadata endpoints live there
+// (and at AWS's IPv6 fd00:ec2::254, inside the default fc00::/7).
+var linkLocal = [...]netip.Prefix{
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
 
 // peerAllowed tells whether edge may forward to addr (an "ip:port" after name resolution).
 func peerAllowed(peers []netip.Prefix, addr string) bool {

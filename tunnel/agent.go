@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -262,7 +263,12 @@ func (a *Agent) connectFailed(err error) {
 	result := "error"
 	if errors.Is(err, ErrUnauthorized) {
 		result = "unauthorized"
-		a.log.Error("edge refused the agent token; check the token", "url", a.connectURL, "error", err)
+		why := err.Error()
+		var se *StatusError
+		if errors.As(err, &se) {
+			why = fmt.Sprintf("%s (%d)", cmp.Or(se.Message, http.StatusText(se.StatusCode)), se.StatusCode)
+		}
+		a.log.Error("edge refused the agent token: "+why+"; check the token", "url", a.connectURL)
 	} else {
 		a.log.Warn("connect to edge failed", "url", a.connectURL, "error", err)
 	}

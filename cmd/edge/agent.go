@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tunnel"
 )
 
@@ -128,6 +129,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 	reg := newRegistry()
 	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:          a.Edge,
+		WriteError:       proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
 		Token:            tunnel.TokenFile(a.TokenFile),
 		Info:             tunnel.AgentInfo{Version: b.Version, Commit: b.Commit, PodNamespace: os.Getenv("POD_NAMESPACE"), PodName: os.Getenv("POD_NAME")},
 		Upstreams:        a.Upstreams,
