@@ -70,7 +70,7 @@ type AgentRouterOptions struct {
 	Peers    http.RoundTripper // transport to other edges' internal listeners; nil: built here
 	// PeerPrefixes are the addresses the built transport may dial (internal.peers).
 	PeerPrefixes []netip.Prefix
-	Wait     time.Duration     // how long a request waits for the agent (default 20 s)
+	Wait         time.Duration // how long a request waits for the agent (default 20 s)
 	// HolderCache is how long the entry edge reuses a registry answer naming other holders
 	// (default 1 s; negative: never). A stale answer costs one "not here" and a fresh lookup.
 	HolderCache time.Duration

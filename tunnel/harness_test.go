@@ -168,13 +168,13 @@ func newEnv(t testing.TB, o envOptions) *env {
 	ao := AgentOptions{
 		WriteError:        testWriteError,
 		RemoveEdgeHeaders: testRemoveEdgeHeaders,
-		EdgeURL:    e.edge.URL + "/",
-		Token:      func(context.Context) (string, error) { return token, nil },
-		Info:       AgentInfo{Version: "v1.2.3", Commit: "abc123", PodNamespace: "ns", PodName: "agent-pod"},
-		Upstreams:  AllowPorts(e.upstream.port),
-		MinBackoff: 10 * time.Millisecond,
-		MaxBackoff: 50 * time.Millisecond,
-		Logger:     log.With("side", "agent"),
+		EdgeURL:           e.edge.URL + "/",
+		Token:             func(context.Context) (string, error) { return token, nil },
+		Info:              AgentInfo{Version: "v1.2.3", Commit: "abc123", PodNamespace: "ns", PodName: "agent-pod"},
+		Upstreams:         AllowPorts(e.upstream.port),
+		MinBackoff:        10 * time.Millisecond,
+		MaxBackoff:        50 * time.Millisecond,
+		Logger:            log.With("side", "agent"),
 	}
 	if o.agent != nil {
 		o.agent(&ao)

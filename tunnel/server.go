@@ -44,7 +44,7 @@ type ServerOptions struct {
 	// WriteError answers a refused connect: the edge's one error writer. Required.
 	WriteError ErrorWriter
 	Logger     *slog.Logger
-	Metrics   prometheus.Registerer // nil: metrics are not registered
+	Metrics    prometheus.Registerer // nil: metrics are not registered
 }
 
 // Server is the edge side: ServeHTTP accepts agents at ConnectPath; Transport reaches them.

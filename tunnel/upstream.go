@@ -25,8 +25,8 @@ type upstreamKey struct{}
 // upstreamHandler serves the requests that arrive through the tunnel: it checks the port the
 // request names against the allow-list and proxies it there, without the edge's headers.
 type upstreamHandler struct {
-	upstreams map[int]string
-	proxy     *httputil.ReverseProxy
+	upstreams  map[int]string
+	proxy      *httputil.ReverseProxy
 	log        *slog.Logger
 	metrics    *agentMetrics
 	writeError ErrorWriter

@@ -128,8 +128,8 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 	b := readBuildInfo()
 	reg := newRegistry()
 	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
-		EdgeURL:          a.Edge,
-		WriteError:       proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
+		EdgeURL:    a.Edge,
+		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
 		Token:            tunnel.TokenFile(a.TokenFile),
 		Info:             tunnel.AgentInfo{Version: b.Version, Commit: b.Commit, PodNamespace: os.Getenv("POD_NAMESPACE"), PodName: os.Getenv("POD_NAME")},
 		Upstreams:        a.Upstreams,

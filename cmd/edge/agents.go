@@ -22,18 +22,18 @@ import (
 
 // agentParts are the tunnel server, the registry and what routes requests to agents.
 type agentParts struct {
-	tunnels   *tunnel.Server
-	registry  discovery.Registry
-	redis     redis.UniversalClient
-	router    *proxy.AgentRouter
-	internal  http.Handler // nil without an internal listener
+	tunnels  *tunnel.Server
+	registry discovery.Registry
+	redis    redis.UniversalClient
+	router   *proxy.AgentRouter
+	internal http.Handler // nil without an internal listener
 	// verifier checks agent tokens at connect; a reload swaps it, nil refuses every agent.
 	verifier atomic.Pointer[tokens.AgentVerifier]
-	events    chan registryEvent
-	stopRun   context.CancelFunc
-	draining  chan struct{}
-	running   sync.WaitGroup
-	log       *slog.Logger
+	events   chan registryEvent
+	stopRun  context.CancelFunc
+	draining chan struct{}
+	running  sync.WaitGroup
+	log      *slog.Logger
 }
 
 type registryEvent struct {

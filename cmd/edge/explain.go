@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 )
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
