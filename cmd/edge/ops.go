@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"gitlab.com/edge/edge/proxy"
 )
 
 // health is what /readyz reports: ready once the listeners are up, not ready while draining.
@@ -18,12 +20,12 @@ type health struct {
 
 func opsHandler(reg *prometheus.Registry, h *health, registryHealthy func() bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		switch {
@@ -39,7 +41,18 @@ func opsHandler(reg *prometheus.Registry, h *health, registryHealthy func() bool
 			fmt.Fprintf(w, `{"ready":true,"registry_healthy":%t}`+"\n", registryHealthy())
 		}
 	})
-	return mux
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		proxy.WriteError(w, http.StatusNotFound, "not_found", "the ops listener serves /metrics, /healthz and /readyz")
+	})
+	// GET and HEAD only, with the one error body for anything else.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			proxy.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served here")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // newRegistry holds every metric of one process; nothing registers globally.
