@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ import (
 //	/upload          {"sha256": ..., "bytes": ...} of the request body
 //	/download?n=&seed=  n bytes of generatedStream(seed)
 //	/ws              WebSocket: every message back, same type
-//	/slow?ms=N       answers "done" after N milliseconds
+//	/slow            answers "done" once the test calls releaseSlow (at the latest when it ends)
 //	/hold            blocks until the request's context ends (or 20 s), reported on held
 type upstream struct {
 	agent string
@@ -35,7 +36,13 @@ type upstream struct {
 	Port  int
 	held  chan heldRequest
 	slow  atomic.Int32 // /slow requests that arrived
+
+	releaseOnce sync.Once
+	release     chan struct{} // closed by releaseSlow
 }
+
+// releaseSlow lets every /slow request, in flight or to come, answer.
+func (u *upstream) releaseSlow() { u.releaseOnce.Do(func() { close(u.release) }) }
 
 // heldRequest is a /hold request: entered when it arrives, then canceled or not when it ends.
 type heldRequest struct {
@@ -60,7 +67,7 @@ type uploadAnswer struct {
 
 func startUpstream(t *testing.T, agent string) *upstream {
 	t.Helper()
-	u := &upstream{agent: agent, held: make(chan heldRequest, 16)}
+	u := &upstream{agent: agent, held: make(chan heldRequest, 16), release: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, headersAnswer{Agent: agent, Host: r.Host, Path: r.URL.Path, Header: r.Header})
@@ -99,10 +106,9 @@ func startUpstream(t *testing.T, agent string) *upstream {
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		u.slow.Add(1)
-		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		select {
 		case <-r.Context().Done():
-		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-u.release:
 			io.WriteString(w, "done")
 		}
 	})
@@ -120,6 +126,7 @@ func startUpstream(t *testing.T, agent string) *upstream {
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(u.srv.Close)
+	t.Cleanup(u.releaseSlow) // before Close, which waits for the handlers
 	_, port, _ := net.SplitHostPort(u.srv.Listener.Addr().String())
 	u.Port, _ = strconv.Atoi(port)
 	return u
