@@ -74,6 +74,7 @@ func TestTunnelRouting(t *testing.T) {
 			t.Run(fmt.Sprintf("edge %d to %s (%s)", i, id, how), func(t *testing.T) {
 				t.Run("http", func(t *testing.T) { checkEcho(t, c, e, id, up) })
 				t.Run("routing headers", func(t *testing.T) { checkHeadersStripped(t, c, e, id, up) })
+				t.Run("path byte for byte", func(t *testing.T) { checkRawPath(t, c, e, id, up) })
 				t.Run("websocket", func(t *testing.T) { checkWebSocket(t, c, e, id, up) })
 				t.Run("upload 50 MiB", func(t *testing.T) { checkUpload(t, c, e, id, up, uint64(10+i)) })
 				t.Run("download 50 MiB", func(t *testing.T) { checkDownload(t, c, e, id, up, wantDownload()) })
@@ -275,5 +276,32 @@ func checkClientGone(t *testing.T, c *tunnelCluster, e *edgeProc, id string, up 
 		}
 	case <-time.After(10 * time.Second):
 		t.Errorf("the upstream request still runs 10s after the client went away")
+	}
+}
+
+// checkRawPath: the rest of an API proxy path reaches the upstream as sent: encoded slashes stay
+// encoded, dot segments and doubled slashes are not cleaned, no redirect.
+func checkRawPath(t *testing.T, c *tunnelCluster, e *edgeProc, id string, up *upstream) {
+	for _, rest := range []string{"/raw/a%2Fb/c%20d/x;y?q=1&r=%2F", "/raw/x/../y//z", "/raw/%2e%2e/%2F"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		req := c.apiRequest(ctx, e, "GET", "/agents/"+id+"/proxy/"+fmt.Sprint(up.Port)+"/placeholder", nil)
+		// Set the raw target directly: the client must not re-encode or clean it either.
+		req.URL.Opaque = "/-/api/v1/agents/" + id + "/proxy/" + fmt.Sprint(up.Port) + strings.SplitN(rest, "?", 2)[0]
+		if q := strings.SplitN(rest, "?", 2); len(q) == 2 {
+			req.URL.RawQuery = q[1]
+		} else {
+			req.URL.RawQuery = ""
+		}
+		resp, err := c.client.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: %v", rest, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != http.StatusOK || string(body) != rest {
+			t.Errorf("upstream got %d %q, want 200 %q", resp.StatusCode, body, rest)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,6 +31,7 @@ import (
 //	/ws              WebSocket: every message back, same type
 //	/slow            answers "done" once the test calls releaseSlow (at the latest when it ends)
 //	/hold            blocks until the request's context ends (or 20 s), reported on held
+//	/raw/...         the request URI exactly as it arrived
 type upstream struct {
 	agent string
 	srv   *httptest.Server
@@ -123,6 +125,10 @@ func startUpstream(t *testing.T, agent string) *upstream {
 	})
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Upstream", agent)
+		if strings.HasPrefix(r.RequestURI, "/raw/") {
+			io.WriteString(w, r.RequestURI) // before any mux could clean it
+			return
+		}
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(u.srv.Close)
