@@ -91,13 +91,16 @@ func (hp *HeaderPolicy) clean(r *http.Request, trusted bool) error {
 }
 
 // tokenHeaders are the headers a runner or API client authenticates with, canonical spelling.
-var tokenHeaders = [3]string{"Runner-Token", "Job-Token", "Private-Token"}
+var (
+	tokenHeaders      = [3]string{"Runner-Token", "Job-Token", "Private-Token"}
+	tokenHeadersLower = [3]string{"runner-token", "job-token", "private-token"}
+)
 
 func tokenHeaderIndex(name string) int {
 	if len(name) < 9 || len(name) > 13 {
 		return -1
 	}
-	for i, t := range tokenHeaders {
+	for i, t := range tokenHeadersLower {
 		if equalFold(name, t) {
 			return i
 		}

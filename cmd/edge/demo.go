@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
 )
@@ -222,6 +223,7 @@ func newDemoAgent(edgeURL string, key []byte, port int, log *slog.Logger) (*tunn
 	}
 	return tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:    edgeURL,
+		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
 		Token:      func(context.Context) (string, error) { return token, nil },
 		Info:       tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
 		Upstreams:  tunnel.AllowPorts(port),

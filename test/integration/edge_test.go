@@ -102,6 +102,7 @@ type shutdownConfig struct {
 type logConfig struct {
 	Level  string `yaml:"level,omitempty"`
 	Format string `yaml:"format,omitempty"`
+	Access *bool  `yaml:"access,omitempty"`
 }
 
 // process is a child process (edge serve, edge agent, redis-server) whose output is kept and

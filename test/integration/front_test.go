@@ -106,12 +106,14 @@ func newFrontEnv(t *testing.T, configure func(*edgeConfig)) *frontEnv {
 
 // frontRow is one request of the table: sent to `edge explain` and to `edge serve`.
 type frontRow struct {
-	name    string
-	method  string
-	path    string // raw, as sent
-	headers []string
-	body    string
-	ctype   string
+	name       string
+	method     string
+	path       string // raw, as sent
+	headers    []string
+	body       string
+	ctype      string
+	wantCell   uint64 // the cell it must reach (0: none)
+	wantStatus int    // the status it must get (0: the cell's 200, or not checked)
 	// cellSees checks what the cell received, for rows that reach one.
 	cellSees func(t *testing.T, r cellRequest)
 }
@@ -161,8 +163,18 @@ func (f *frontEnv) explain(t *testing.T, row frontRow) explained {
 	return e
 }
 
-// serve sends a row over a raw connection, so the path and headers go exactly as written.
+// serve sends a row and reads the route and cell of its access log line.
 func (f *frontEnv) serve(t *testing.T, row frontRow) served {
+	t.Helper()
+	s := f.send(t, row)
+	line := f.accessLine(t, s.header.Get("X-Request-Id"))
+	s.route = field(line, "route")
+	s.cell = field(line, "cell")
+	return s
+}
+
+// send sends a row over a raw connection, so the path and headers go exactly as written.
+func (f *frontEnv) send(t *testing.T, row frontRow) served {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(f.edge.PublicURL, "http://"))
 	if err != nil {
@@ -198,13 +210,9 @@ func (f *frontEnv) serve(t *testing.T, row frontRow) served {
 			s.seen[id] = got
 		}
 	}
-	id := resp.Header.Get("X-Request-Id")
-	if id == "" {
+	if resp.Header.Get("X-Request-Id") == "" {
 		t.Fatalf("%s %s: no X-Request-Id in the answer", row.method, row.path)
 	}
-	line := f.accessLine(t, id)
-	s.route = field(line, "route")
-	s.cell = field(line, "cell")
 	return s
 }
 
@@ -258,60 +266,60 @@ func frontRows(t *testing.T, apiToken string) []frontRow {
 	api := "Authorization: Bearer " + apiToken
 	h2c := []string{"Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"}
 	return []frontRow{
-		{name: "no token", method: "GET", path: "/api/v4/runners/router/discovery"},
-		{name: "RUNNER-TOKEN", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2}},
-		{name: "JOB-TOKEN routable", method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"JOB-TOKEN: " + r3}},
-		{name: "PRIVATE-TOKEN", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"PRIVATE-TOKEN: " + pat2}},
-		{name: "Authorization Bearer", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"Authorization: Bearer " + r3}},
-		{name: "query token", method: "GET", path: "/api/v4/runners/router/discovery?token=" + r2},
-		{name: "query job_token", method: "GET", path: "/api/v4/jobs/7/artifacts?job_token=" + r3},
-		{name: "query private_token", method: "GET", path: "/api/v4/runners/router/discovery?private_token=" + r2},
-		{name: "JSON body", method: "POST", path: "/api/v4/runners/verify", ctype: "application/json", body: `{"token":"` + r3 + `"}`},
-		{name: "form body", method: "POST", path: "/api/v4/jobs/request", ctype: "application/x-www-form-urlencoded", body: "token=" + r2 + "&last_update=x"},
-		{name: "JSON body, wrong type", method: "POST", path: "/api/v4/jobs/request", ctype: "text/plain", body: `{"token":"` + r3 + `"}`},
-		{name: "body on a trace", method: "PATCH", path: "/api/v4/jobs/9/trace", ctype: "application/json", body: `{"token":"` + r3 + `"}`},
-		{name: "job JWT", method: "GET", path: "/api/v4/jobs/42/artifacts", headers: []string{"JOB-TOKEN: " + jwt2}},
-		{name: "job id range cell 2", method: "GET", path: "/api/v4/jobs/2000005/trace"},
-		{name: "job id range cell 3", method: "PUT", path: "/api/v4/jobs/4000001"},
-		{name: "job id outside ranges", method: "GET", path: "/api/v4/jobs/95000000/artifacts"},
-		{name: "routable without cell", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + noCell}},
-		{name: "malformed routable", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: glrt-not-a-routable-token"}},
-		{name: "tokens name two cells", method: "GET", path: "/api/v4/jobs/7/artifacts?private_token=" + r3, headers: []string{"JOB-TOKEN: " + r2}},
-		{name: "token header twice", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2, "RUNNER-TOKEN: " + r2}},
-		{name: "token header underscore", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"Runner_Token: " + r3}},
-		{name: "token header both spellings", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2, "RUNNER_TOKEN: " + r3}},
-		{name: "same kind, two values", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2, "Authorization: Bearer " + other2}},
-		{name: "two kinds, one cell", method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"PRIVATE-TOKEN: " + pat2, "JOB-TOKEN: " + jwt2}},
-		{name: "Edge-Agent-Id spoofed", method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"Edge-Agent-Id: a1", "Edge-Port: 22"}, cellSees: noEdgeHeaders},
-		{name: "Edge_Hop underscore", method: "GET", path: "/explore", headers: []string{"Edge_Hop: 1", "edge_agent_id: a1"}, cellSees: noEdgeHeaders},
-		{name: "EDGE-CELL upper case", method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"EDGE-CELL: 3"}, cellSees: noEdgeHeaders},
-		{name: "forwarding family spoofed", method: "GET", path: "/explore", headers: []string{"X-Forwarded-For: 6.6.6.6", "X-Forwarded-Port: 1", "X-Forwarded-Prefix: /x", "X-Forwarded-Ssl: on", "X-Forwarded-Uri: /admin", "X-Real-IP: 6.6.6.6", "Forwarded: for=6.6.6.6", "X_Forwarded_Host: evil.example", "X-Request-Id: spoofed-id"}, cellSees: edgesOwnForwarding},
-		{name: "h2c on a runner path", method: "GET", path: "/api/v4/runners/router/discovery", headers: h2c, cellSees: noUpgrade},
-		{name: "h2c on legacy", method: "GET", path: "/users/sign_in", headers: h2c, cellSees: noUpgrade},
-		{name: "websocket on a runner path", method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="}, cellSees: noUpgrade},
-		{name: "dot segments", method: "POST", path: "/api/v4/jobs/../jobs/request", ctype: "application/json", body: `{}`},
-		{name: "encoded dot segments", method: "POST", path: "/api/v4/runners/%2e%2e/jobs/request", ctype: "application/json", body: `{}`},
-		{name: "legacy path resolving to runner", method: "POST", path: "/api/v4/x/../jobs/request", ctype: "application/json", body: `{}`},
-		{name: "double slash", method: "POST", path: "//api/v4/jobs/request", ctype: "application/json", body: `{}`},
-		{name: "double slash inside", method: "GET", path: "/api/v4/jobs//2000005/trace"},
-		{name: "encoded slash runner", method: "POST", path: "/api/v4/jobs%2Frequest", ctype: "application/json", body: `{}`},
-		{name: "encoded slash job id", method: "GET", path: "/api/v4/jobs/2000005%2Ftrace"},
-		{name: "encoded slash legacy API", method: "GET", path: "/api/v4/projects/group%2Fproject", cellSees: func(t *testing.T, r cellRequest) {
+		{name: "no token", wantCell: 1, method: "GET", path: "/api/v4/runners/router/discovery"},
+		{name: "RUNNER-TOKEN", wantCell: 2, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2}},
+		{name: "JOB-TOKEN routable", wantCell: 3, method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"JOB-TOKEN: " + r3}},
+		{name: "PRIVATE-TOKEN", wantCell: 2, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"PRIVATE-TOKEN: " + pat2}},
+		{name: "Authorization Bearer", wantCell: 3, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"Authorization: Bearer " + r3}},
+		{name: "query token", wantCell: 2, method: "GET", path: "/api/v4/runners/router/discovery?token=" + r2},
+		{name: "query job_token", wantCell: 3, method: "GET", path: "/api/v4/jobs/7/artifacts?job_token=" + r3},
+		{name: "query private_token", wantCell: 2, method: "GET", path: "/api/v4/runners/router/discovery?private_token=" + r2},
+		{name: "JSON body", wantCell: 3, method: "POST", path: "/api/v4/runners/verify", ctype: "application/json", body: `{"token":"` + r3 + `"}`},
+		{name: "form body", wantCell: 2, method: "POST", path: "/api/v4/jobs/request", ctype: "application/x-www-form-urlencoded", body: "token=" + r2 + "&last_update=x"},
+		{name: "JSON body, wrong type", wantCell: 1, method: "POST", path: "/api/v4/jobs/request", ctype: "text/plain", body: `{"token":"` + r3 + `"}`},
+		{name: "body on a trace", wantCell: 1, method: "PATCH", path: "/api/v4/jobs/9/trace", ctype: "application/json", body: `{"token":"` + r3 + `"}`},
+		{name: "job JWT", wantCell: 2, method: "GET", path: "/api/v4/jobs/42/artifacts", headers: []string{"JOB-TOKEN: " + jwt2}},
+		{name: "job id range cell 2", wantCell: 2, method: "GET", path: "/api/v4/jobs/2000005/trace"},
+		{name: "job id range cell 3", wantCell: 3, method: "PUT", path: "/api/v4/jobs/4000001"},
+		{name: "job id outside ranges", wantCell: 1, method: "GET", path: "/api/v4/jobs/95000000/artifacts"},
+		{name: "routable without cell", wantCell: 1, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + noCell}},
+		{name: "malformed routable", wantCell: 1, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: glrt-not-a-routable-token"}},
+		{name: "tokens name two cells", wantStatus: 400, method: "GET", path: "/api/v4/jobs/7/artifacts?private_token=" + r3, headers: []string{"JOB-TOKEN: " + r2}},
+		{name: "token header twice", wantStatus: 400, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2, "RUNNER-TOKEN: " + r2}},
+		{name: "token header underscore", wantStatus: 400, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"Runner_Token: " + r3}},
+		{name: "token header both spellings", wantStatus: 400, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2, "RUNNER_TOKEN: " + r3}},
+		{name: "same kind, two values", wantStatus: 400, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"RUNNER-TOKEN: " + r2, "Authorization: Bearer " + other2}},
+		{name: "two kinds, one cell", wantCell: 2, method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"PRIVATE-TOKEN: " + pat2, "JOB-TOKEN: " + jwt2}},
+		{name: "Edge-Agent-Id spoofed", wantCell: 1, method: "GET", path: "/api/v4/runners/router/discovery", headers: []string{"Edge-Agent-Id: a1", "Edge-Port: 22"}, cellSees: noEdgeHeaders},
+		{name: "Edge_Hop underscore", wantCell: 1, method: "GET", path: "/explore", headers: []string{"Edge_Hop: 1", "edge_agent_id: a1"}, cellSees: noEdgeHeaders},
+		{name: "EDGE-CELL upper case", wantCell: 1, method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"EDGE-CELL: 3"}, cellSees: noEdgeHeaders},
+		{name: "forwarding family spoofed", wantCell: 1, method: "GET", path: "/explore", headers: []string{"X-Forwarded-For: 6.6.6.6", "X-Forwarded-Port: 1", "X-Forwarded-Prefix: /x", "X-Forwarded-Ssl: on", "X-Forwarded-Uri: /admin", "X-Real-IP: 6.6.6.6", "Forwarded: for=6.6.6.6", "X_Forwarded_Host: evil.example", "X-Request-Id: spoofed-id"}, cellSees: edgesOwnForwarding},
+		{name: "h2c on a runner path", wantCell: 1, wantStatus: 200, method: "GET", path: "/api/v4/runners/router/discovery", headers: h2c, cellSees: noUpgrade},
+		{name: "h2c on legacy", wantCell: 1, wantStatus: 200, method: "GET", path: "/users/sign_in", headers: h2c, cellSees: noUpgrade},
+		{name: "websocket on a runner path", wantCell: 1, wantStatus: 200, method: "GET", path: "/api/v4/jobs/7/artifacts", headers: []string{"Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="}, cellSees: noUpgrade},
+		{name: "dot segments", wantStatus: 400, method: "POST", path: "/api/v4/jobs/../jobs/request", ctype: "application/json", body: `{}`},
+		{name: "encoded dot segments", wantStatus: 400, method: "POST", path: "/api/v4/runners/%2e%2e/jobs/request", ctype: "application/json", body: `{}`},
+		{name: "legacy path resolving to runner", wantStatus: 400, method: "POST", path: "/api/v4/x/../jobs/request", ctype: "application/json", body: `{}`},
+		{name: "double slash", wantStatus: 400, method: "POST", path: "//api/v4/jobs/request", ctype: "application/json", body: `{}`},
+		{name: "double slash inside", wantStatus: 400, method: "GET", path: "/api/v4/jobs//2000005/trace"},
+		{name: "encoded slash runner", wantStatus: 400, method: "POST", path: "/api/v4/jobs%2Frequest", ctype: "application/json", body: `{}`},
+		{name: "encoded slash job id", wantStatus: 400, method: "GET", path: "/api/v4/jobs/2000005%2Ftrace"},
+		{name: "encoded slash legacy API", wantCell: 1, method: "GET", path: "/api/v4/projects/group%2Fproject", cellSees: func(t *testing.T, r cellRequest) {
 			if r.rawPath != "/api/v4/projects/group%2Fproject" {
 				t.Errorf("cell saw path %q, want it as sent", r.rawPath)
 			}
 		}},
-		{name: "edge path escaping", method: "POST", path: "/-/api/v1/../../api/v4/jobs/request", ctype: "application/json", body: `{}`},
-		{name: "legacy", method: "GET", path: "/users/sign_in"},
-		{name: "agent connect without upgrade", method: "GET", path: "/-/agent/connect"},
-		{name: "API connections without JWT", method: "GET", path: "/-/api/v1/agents/a1/connections"},
-		{name: "API bad agent id", method: "GET", path: "/-/api/v1/agents/a%20b/connections", headers: []string{api}},
-		{name: "API agent id too long", method: "GET", path: "/-/api/v1/agents/" + strings.Repeat("a", 65) + "/proxy/80/", headers: []string{api}},
-		{name: "API bad port", method: "GET", path: "/-/api/v1/agents/a1/proxy/99999/x", headers: []string{api}},
-		{name: "API bad project id", method: "GET", path: "/-/api/v1/projects/..%2F/agents", headers: []string{api}},
-		{name: "API write to a read path", method: "POST", path: "/-/api/v1/projects/p1/agents", headers: []string{api}},
-		{name: "API unknown path", method: "GET", path: "/-/api/v1/nothing", headers: []string{api}},
-		{name: "API proxy, agent not connected", method: "GET", path: "/-/api/v1/agents/a1/proxy/8080/a%2Fb", headers: []string{api}},
+		{name: "edge path escaping", wantStatus: 400, method: "POST", path: "/-/api/v1/../../api/v4/jobs/request", ctype: "application/json", body: `{}`},
+		{name: "legacy", wantCell: 1, method: "GET", path: "/users/sign_in"},
+		{name: "agent connect without upgrade", wantStatus: 426, method: "GET", path: "/-/agent/connect"},
+		{name: "API connections without JWT", wantStatus: 401, method: "GET", path: "/-/api/v1/agents/a1/connections"},
+		{name: "API bad agent id", wantStatus: 400, method: "GET", path: "/-/api/v1/agents/a%20b/connections", headers: []string{api}},
+		{name: "API agent id too long", wantStatus: 400, method: "GET", path: "/-/api/v1/agents/" + strings.Repeat("a", 65) + "/proxy/80/", headers: []string{api}},
+		{name: "API bad port", wantStatus: 400, method: "GET", path: "/-/api/v1/agents/a1/proxy/99999/x", headers: []string{api}},
+		{name: "API bad project id", wantStatus: 400, method: "GET", path: "/-/api/v1/projects/..%2F/agents", headers: []string{api}},
+		{name: "API write to a read path", wantStatus: 405, method: "POST", path: "/-/api/v1/projects/p1/agents", headers: []string{api}},
+		{name: "API unknown path", wantStatus: 404, method: "GET", path: "/-/api/v1/nothing", headers: []string{api}},
+		{name: "API proxy, agent not connected", wantStatus: 504, method: "GET", path: "/-/api/v1/agents/a1/proxy/8080/a%2Fb", headers: []string{api}},
 	}
 }
 
@@ -327,6 +335,15 @@ func TestExplainAndServeAgree(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			e := f.explain(t, row)
 			s := f.serve(t, row)
+			if row.wantStatus != 0 && s.status != row.wantStatus {
+				t.Errorf("status %d, want %d (%s)", s.status, row.wantStatus, s.body)
+			}
+			if row.wantCell != 0 && (len(s.cells) != 1 || s.cells[0] != row.wantCell) {
+				t.Errorf("reached cells %v, want cell %d", s.cells, row.wantCell)
+			}
+			if row.wantCell == 0 && len(s.cells) != 0 {
+				t.Errorf("reached cells %v, want none", s.cells)
+			}
 			if s.route != e.Route {
 				t.Errorf("route: serve %q, explain %q", s.route, e.Route)
 			}
