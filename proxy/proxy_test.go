@@ -270,7 +270,11 @@ func TestConflictingTokensAre400(t *testing.T) {
 		req  func(base string) *http.Request
 	}{
 		{"two headers", func(b string) *http.Request {
-			return newReq(t, "GET", b+"/api/v4/jobs/5/artifacts", nil, "JOB-TOKEN", routable(t, 2), "PRIVATE-TOKEN", routable(t, 3))
+			pat, err := tokens.MintRoutable("glpat-", [16]byte{4}, tokens.Keys{}.Set(tokens.KeyCell, 3).Set(tokens.KeyUser, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return newReq(t, "GET", b+"/api/v4/jobs/5/artifacts", nil, "JOB-TOKEN", routable(t, 2), "PRIVATE-TOKEN", pat)
 		}},
 		{"header and body", func(b string) *http.Request {
 			return newReq(t, "POST", b+"/api/v4/jobs/request", strings.NewReader(`{"token":"`+routable(t, 3)+`"}`),
