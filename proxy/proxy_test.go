@@ -28,6 +28,7 @@ type seen struct {
 	bodyLen          int
 	contentLength    int64
 	transferEncoding []string
+	host             string
 }
 
 type testCell struct {
@@ -49,7 +50,7 @@ func newTestCell(t *testing.T, id uint64) *testCell {
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		c.mu.Lock()
-		c.seen = append(c.seen, seen{r.Method, r.URL.Path, r.Header.Clone(), sha256.Sum256(body), len(body), r.ContentLength, r.TransferEncoding})
+		c.seen = append(c.seen, seen{r.Method, r.URL.Path, r.Header.Clone(), sha256.Sum256(body), len(body), r.ContentLength, r.TransferEncoding, r.Host})
 		answer := c.answer
 		c.mu.Unlock()
 		if answer != nil {
@@ -488,4 +489,39 @@ func TestClassifyAnswerNotACellFallsBack(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Classifier = classifier })
 	do(t, newReq(t, "GET", f.front.URL+"/api/v4/runners/router/discovery", nil, "RUNNER-TOKEN", routable(t, 0)))
 	f.only(t, 1)
+}
+
+// preserve_host: a cell sees the client's Host, or with it off its own address.
+func TestPreserveHost(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprint(keep), func(t *testing.T) {
+			c := newTestCell(t, 1)
+			u, _ := url.Parse(c.srv.URL)
+			cells, err := discovery.NewCells([]discovery.Cell{{ID: 1, URL: u, Legacy: true, PreserveHost: keep}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(Options{Cells: cells})
+			if err != nil {
+				t.Fatal(err)
+			}
+			front := NewFront(nil, nil)
+			if err := front.Swap(&Routes{Runner: p}); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(front)
+			defer srv.Close()
+			req := newReq(t, "GET", srv.URL+"/users/sign_in", nil)
+			req.Host = "gitlab.example.com"
+			do(t, req)
+			got := c.requests()
+			want := u.Host
+			if keep {
+				want = "gitlab.example.com"
+			}
+			if len(got) != 1 || got[0].host != want {
+				t.Errorf("Host at the cell: %v, want %q", got, want)
+			}
+		})
+	}
 }

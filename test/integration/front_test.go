@@ -106,14 +106,16 @@ func newFrontEnv(t *testing.T, configure func(*edgeConfig)) *frontEnv {
 
 // frontRow is one request of the table: sent to `edge explain` and to `edge serve`.
 type frontRow struct {
-	name       string
-	method     string
-	path       string // raw, as sent
-	headers    []string
-	body       string
-	ctype      string
-	wantCell   uint64 // the cell it must reach (0: none)
-	wantStatus int    // the status it must get (0: the cell's 200, or not checked)
+	name     string
+	method   string
+	path     string // raw, as sent
+	headers  []string
+	body     string
+	ctype    string
+	wantCell uint64 // the cell it must reach (0: none)
+	// explainBody is part of what explain must say of the body.
+	explainBody string
+	wantStatus  int // the status it must get (0: the cell's 200, or not checked)
 	// cellSees checks what the cell received, for rows that reach one.
 	cellSees func(t *testing.T, r cellRequest)
 }
@@ -132,11 +134,11 @@ type served struct {
 
 // explained is `edge explain`'s answer for a row.
 type explained struct {
-	Route  string  `json:"route"`
-	Cell   float64 `json:"cell"`
-	Status int     `json:"status"`
-	Cause  string  `json:"cause"`
-	Body   string  `json:"body"`
+	BodyNote string  `json:"body"`
+	Route    string  `json:"route"`
+	Cell     float64 `json:"cell"`
+	Status   int     `json:"status"`
+	Cause    string  `json:"cause"`
 }
 
 func (f *frontEnv) explain(t *testing.T, row frontRow) explained {
@@ -274,10 +276,12 @@ func frontRows(t *testing.T, apiToken string) []frontRow {
 		{name: "query token", wantCell: 2, method: "GET", path: "/api/v4/runners/router/discovery?token=" + r2},
 		{name: "query job_token", wantCell: 3, method: "GET", path: "/api/v4/jobs/7/artifacts?job_token=" + r3},
 		{name: "query private_token", wantCell: 2, method: "GET", path: "/api/v4/runners/router/discovery?private_token=" + r2},
-		{name: "JSON body", wantCell: 3, method: "POST", path: "/api/v4/runners/verify", ctype: "application/json", body: `{"token":"` + r3 + `"}`},
+		{name: "JSON body", wantCell: 3, method: "POST", path: "/api/v4/runners/verify", ctype: "application/json", body: `{"token":"` + r3 + `"}`, explainBody: "read: the whole body"},
+		{name: "large body, header token", wantCell: 2, method: "POST", path: "/api/v4/jobs/request", ctype: "application/json", headers: []string{"RUNNER-TOKEN: " + r2},
+			body: `{"token":"` + r2 + `","pad":"` + strings.Repeat("x", 40<<10) + `"}`, explainBody: "larger than routing.body_token_limit; streamed unread"},
 		{name: "form body", wantCell: 2, method: "POST", path: "/api/v4/jobs/request", ctype: "application/x-www-form-urlencoded", body: "token=" + r2 + "&last_update=x"},
-		{name: "JSON body, wrong type", wantCell: 1, method: "POST", path: "/api/v4/jobs/request", ctype: "text/plain", body: `{"token":"` + r3 + `"}`},
-		{name: "body on a trace", wantCell: 1, method: "PATCH", path: "/api/v4/jobs/9/trace", ctype: "application/json", body: `{"token":"` + r3 + `"}`},
+		{name: "JSON body, wrong type", wantCell: 1, method: "POST", path: "/api/v4/jobs/request", ctype: "text/plain", body: `{"token":"` + r3 + `"}`, explainBody: "Content-Type is not"},
+		{name: "body on a trace", wantCell: 1, method: "PATCH", path: "/api/v4/jobs/9/trace", ctype: "application/json", body: `{"token":"` + r3 + `"}`, explainBody: "never carries its token in the body"},
 		{name: "job JWT", wantCell: 2, method: "GET", path: "/api/v4/jobs/42/artifacts", headers: []string{"JOB-TOKEN: " + jwt2}},
 		{name: "job id range cell 2", wantCell: 2, method: "GET", path: "/api/v4/jobs/2000005/trace"},
 		{name: "job id range cell 3", wantCell: 3, method: "PUT", path: "/api/v4/jobs/4000001"},
@@ -335,6 +339,9 @@ func TestExplainAndServeAgree(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			e := f.explain(t, row)
 			s := f.serve(t, row)
+			if !strings.Contains(e.BodyNote, row.explainBody) {
+				t.Errorf("explain says of the body %q, want %q", e.BodyNote, row.explainBody)
+			}
 			if row.wantStatus != 0 && s.status != row.wantStatus {
 				t.Errorf("status %d, want %d (%s)", s.status, row.wantStatus, s.body)
 			}
