@@ -72,6 +72,9 @@ func (a *AgentFile) validate(ch *checker) {
 	if a.Connections < 1 {
 		ch.add("connections", "must be at least 1")
 	}
+	if a.Log.Access != nil {
+		ch.add("log.access", "is an edge setting: an agent writes no access log")
+	}
 	a.Upstreams = map[int]string{}
 	for i, p := range a.AllowPorts {
 		if p < 1 || p > 65535 {

@@ -32,13 +32,13 @@ func TestLoadAgent(t *testing.T) {
 		t.Errorf("token file %q, connections %d", a.TokenFile, a.Connections)
 	}
 
-	bad := write("bad.yaml", "edge: ftp://x\nallow_ports: [0]\nmap_ports: [{port: 80, address: \"y\"}]\nconections: 2\n")
+	bad := write("bad.yaml", "edge: ftp://x\nallow_ports: [0]\nmap_ports: [{port: 80, address: \"y\"}]\nconections: 2\nlog: {access: false}\n")
 	_, err = LoadAgent(bad)
 	var problems Problems
 	if !errors.As(err, &problems) {
 		t.Fatalf("got %v, want Problems", err)
 	}
-	for _, wantText := range []string{"bad.yaml:1: edge", "token_file: is required", "allow_ports[0]", "map_ports[0].address", "conections: unknown field"} {
+	for _, wantText := range []string{"bad.yaml:1: edge", "token_file: is required", "allow_ports[0]", "map_ports[0].address", "conections: unknown field", "log.access: is an edge setting"} {
 		if !strings.Contains(err.Error(), wantText) {
 			t.Errorf("problems lack %q:\n%v", wantText, err)
 		}
