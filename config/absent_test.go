@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/elliptic"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func TestPeers(t *testing.T) {
 			if ps != nil {
 				t.Fatalf("Parse: unexpected problems:\n%v", ps)
 			}
-			if got := c.Internal.PeerPrefixes; !equalPrefixes(got, tt.want) {
+			if got := c.Internal.PeerPrefixes; !slices.Equal(got, tt.want) {
 				t.Errorf("peer prefixes: got %v, want %v", got, tt.want)
 			}
 		})
@@ -167,18 +168,6 @@ func TestPeers(t *testing.T) {
 			t.Errorf("peer prefixes: got %d, want %d", got, want)
 		}
 	})
-}
-
-func equalPrefixes(a, b []netip.Prefix) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestPreserveHostAndAccessLog(t *testing.T) {

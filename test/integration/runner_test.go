@@ -13,6 +13,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -368,7 +369,7 @@ func checkDelivered(t *testing.T, rec cellsim.Record, a answer) {
 	}
 	switch {
 	case a.chunked:
-		if rec.ContentLength != -1 || !equal(rec.TransferEncoding, []string{"chunked"}) {
+		if rec.ContentLength != -1 || !slices.Equal(rec.TransferEncoding, []string{"chunked"}) {
 			t.Errorf("framing at the cell: got Content-Length %d Transfer-Encoding %v, want chunked as sent", rec.ContentLength, rec.TransferEncoding)
 		}
 	case a.sentLen > 0:
@@ -387,18 +388,6 @@ func checkDelivered(t *testing.T, rec cellsim.Record, a answer) {
 			t.Errorf("%s header at the cell: present %v, sent %v", k, present, sent)
 		}
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // routableToken mints a runner token (glrt-) with the given keys and a random part from seed.
