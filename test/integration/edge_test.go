@@ -277,17 +277,33 @@ func (p *process) memKB(field string) (int64, error) {
 	return 0, fmt.Errorf("%s not in /proc/%d/status", field, p.cmd.Process.Pid)
 }
 
-// freeAddr picks a free loopback port by listening on port 0 and closing.
+// freeAddr picks a free loopback port by listening on port 0 and closing. The kernel may hand
+// a port just closed out again, so a port is never given twice in one test run: two calls for
+// one edge's listeners once returned the same one.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Fatalf("free port: the kernel keeps handing out ports already given")
+	return ""
 }
+
+var handedOut = struct {
+	mu    sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 // cappedBuffer keeps the first max bytes of a process's output.
 type cappedBuffer struct {
