@@ -19,7 +19,7 @@ demo:
 test: deps vet unit fuzz
 
 deps:
-	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk
+	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk chromium=chromium
 
 vet:
 	$(GO) vet ./...
