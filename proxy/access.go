@@ -48,10 +48,19 @@ func (w *recorder) Write(b []byte) (int, error) {
 
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// recorderOf finds the front's recorder under w, or nil when a handler runs without the front.
+// recorderOf finds the front's recorder under w (through writers that wrap it and say so with
+// Unwrap), or nil when a handler runs without the front.
 func recorderOf(w http.ResponseWriter) *recorder {
-	rec, _ := w.(*recorder)
-	return rec
+	for {
+		switch v := w.(type) {
+		case *recorder:
+			return v
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // setRequestID keeps a trusted proxy's request id when it is sane, or makes one, and sends it on.

@@ -17,7 +17,8 @@ type Explanation struct {
 	Status   int       // a refusal's status; 0 when the request would be sent on
 	Cause    string
 	Error    string
-	Rule     string // for routes without a Decision: what edge does with the request
+	Rule     string         // for routes without a Decision: what edge does with the request
+	Fields   map[string]any // what a host route says of the host (workspace, port, agent)
 }
 
 // Explain runs the header policy, the match and the route's own decision, as ServeHTTP would.
@@ -68,6 +69,17 @@ func (f *Front) explainRoute(rt *Routes, r *http.Request, e *Explanation) error 
 		default:
 			e.Rule = "any connection of the agent: local tunnel, else a holder from the registry, waiting up to agents.wait"
 		}
+	case RouteWorkspace, RouteAuth:
+		hr := rt.Workspaces
+		e.Rule = "session for exactly this host, then the authorizer, then the agent's tunnel to the port in the host"
+		if e.Route == RouteAuth {
+			hr, e.Rule = rt.Auth, "the login's own host: /oauth/start, /oauth/callback, /logout"
+		}
+		if hr.Explain != nil {
+			fields, err := hr.Explain(r.Host)
+			e.Fields = fields
+			return err
+		}
 	default:
 		e.Rule = "served by the " + e.Route.String() + " handler"
 	}
@@ -101,6 +113,9 @@ func (e Explanation) MarshalJSON() ([]byte, error) {
 			out["port"] = strconv.Itoa(a.target.Port)
 			out["upstream_path"] = a.target.RawPath
 		}
+	}
+	for k, v := range e.Fields {
+		out[k] = v
 	}
 	if e.Rule != "" {
 		out["rule"] = e.Rule

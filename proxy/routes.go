@@ -50,6 +50,9 @@ const gitlabAPIPrefix = "/-/api/v1/"
 type HostRoute struct {
 	Domain  string
 	Handler http.Handler
+	// Explain describes what a host names, for `edge explain` (nil: nothing to say). An error is
+	// the refusal the handler would answer before any login.
+	Explain func(host string) (map[string]any, error)
 }
 
 // PrefixRoute serves every path below Prefix.
@@ -83,7 +86,7 @@ type route struct {
 func (rt *Routes) match(r *http.Request) route {
 	if rt.Workspaces != nil || rt.Auth != nil {
 		host := hostOnly(r.Host)
-		if rt.Auth != nil && strings.EqualFold(host, rt.Auth.Domain) {
+		if rt.Auth != nil && strings.EqualFold(host, hostOnly(rt.Auth.Domain)) {
 			return route{kind: RouteAuth}
 		}
 		if rt.Workspaces != nil && isBelow(host, rt.Workspaces.Domain) {

@@ -130,8 +130,9 @@ var reloadable = map[string]bool{
 }
 
 // restartOnly names each changed setting a reload cannot apply: listeners, limits, log level and
-// format, the registry, the internal secret and peers, and agents.wait (the agent router outlives
-// reloads).
+// format, the registry, the internal secret and peers, agents.wait (the agent router outlives
+// reloads), turning workspaces on or off, and which authorizer serves them (the static one
+// re-reads its own file).
 func restartOnly(old, next *config.Config, changed []string) []string {
 	var out []string
 	for _, name := range changed {
@@ -141,6 +142,13 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 	}
 	if old.Agents.Wait != next.Agents.Wait {
 		out = append(out, "agents.wait")
+	}
+	ow, nw := old.Workspaces, next.Workspaces
+	switch {
+	case (ow == nil) != (nw == nil):
+		out = append(out, "workspaces")
+	case ow != nil && (ow.Authorizer.File != nw.Authorizer.File || (ow.Authorizer.URL == "") != (nw.Authorizer.URL == "")):
+		out = append(out, "workspaces.authorizer")
 	}
 	return out
 }

@@ -89,6 +89,8 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 		log.Info("listening", "listener", name, "addr", ln.Addr().String())
 		go func() { errc <- serveOn(srv, ln) }()
 	}
+	authzCtx, stopAuthz := context.WithCancel(context.Background())
+	defer stopAuthz()
 	reloadCtx, stopReload := context.WithCancel(context.Background())
 	defer stopReload()
 	reloadDone := make(chan struct{})
@@ -102,6 +104,9 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 			stop:  func(context.Context) { rt.agents.stopRegistry() }},
 		stage{name: "tunnels",
 			stop: func(ctx context.Context) { rt.agents.drainTunnels(ctx) }},
+		stage{name: "workspace authorizer",
+			start: func() error { go rt.workspaces.run(authzCtx); return nil },
+			stop:  func(context.Context) { stopAuthz() }},
 		stage{name: "public and internal listeners",
 			start: func() error {
 				serveIn("public", public, lns.public)

@@ -41,6 +41,12 @@ func features(cfg *config.Config) []string {
 	if cfg.GitLabAPI != nil {
 		out = append(out, "gitlab_api")
 	}
+	if w := cfg.Workspaces; w != nil {
+		out = append(out, "workspaces")
+		if w.InsecureHTTP {
+			out = append(out, "workspaces:insecure_http")
+		}
+	}
 	if cfg.Registry != nil {
 		out = append(out, "registry:redis")
 	} else {

@@ -1,0 +1,150 @@
+package workspaceauth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2/expirable"
+)
+
+// Forwarder sends an allowed request to the port of the workspace through the agent that
+// serves it.
+type Forwarder func(w http.ResponseWriter, r *http.Request, agentID string, port int)
+
+// Options configure Auth. Every field but Directory, HTTPClient, Metrics and Log is required.
+type Options struct {
+	Domain       string // workspace hosts are <port>-<name>.<Domain>
+	Insecure     bool   // plain-HTTP development mode: no __Host- prefix, no Secure
+	Issuer       string // the OpenID provider, found by discovery
+	ClientID     string
+	ClientSecret string
+	RedirectURL  string // the one redirect URI; its host is the auth host
+	Scopes       []string
+	SessionKey   []byte // signs and encrypts cookies; at least 32 bytes
+	SessionTTL   time.Duration
+	Recheck      time.Duration // authorization is asked again at least this often
+	Authorizer   Authorizer
+	Directory    Directory // nil: whether a workspace exists is known only after login
+	Store        Store
+	Forward      Forwarder
+	HTTPClient   *http.Client // discovery and token exchange; nil: a client with timeouts
+	Metrics      *Metrics
+	Log          *slog.Logger
+}
+
+// Auth serves the auth host and the workspace hosts of one domain.
+type Auth struct {
+	o        Options
+	authHost string
+	cookies  *codec
+	authz    *Cache
+	provider *provider
+	logouts  *lru.LRU[string, int64] // user id -> logout time (ns), or 0 for none
+	log      *slog.Logger
+	metrics  *Metrics
+}
+
+// New checks the options. The provider is discovered at the first login, so edge starts while
+// the provider is down.
+func New(o Options) (*Auth, error) {
+	switch {
+	case o.Domain == "":
+		return nil, errors.New("workspaceauth: Domain is required")
+	case o.Authorizer == nil || o.Store == nil || o.Forward == nil:
+		return nil, errors.New("workspaceauth: Authorizer, Store and Forward are required")
+	case len(o.SessionKey) < 32:
+		return nil, errors.New("workspaceauth: SessionKey must be at least 32 bytes")
+	case o.SessionTTL <= 0 || o.Recheck <= 0:
+		return nil, errors.New("workspaceauth: SessionTTL and Recheck must be positive")
+	}
+	ru, err := url.Parse(o.RedirectURL)
+	if err != nil || ru.Host == "" || (ru.Scheme != "https" && !(o.Insecure && ru.Scheme == "http")) {
+		return nil, fmt.Errorf("workspaceauth: RedirectURL %q: want https://<auth host>/oauth/callback", o.RedirectURL)
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		if o.Metrics, err = NewMetrics(nil); err != nil {
+			return nil, err
+		}
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	a := &Auth{
+		o:        o,
+		authHost: ru.Host,
+		cookies:  newCodec(o.SessionKey, o.SessionTTL, !o.Insecure),
+		authz:    NewCache(o.Authorizer, o.Recheck, 100_000, o.Metrics),
+		provider: &provider{o: o},
+		logouts:  lru.NewLRU[string, int64](100_000, nil, o.Recheck),
+		log:      o.Log,
+		metrics:  o.Metrics,
+	}
+	if o.Insecure {
+		o.Log.Warn("workspaces: insecure_http is on: session cookies without Secure or __Host-, plain-HTTP URLs; for development only")
+	}
+	return a, nil
+}
+
+// AuthHost is the host name (and port) of the redirect URI.
+func (a *Auth) AuthHost() string { return a.authHost }
+
+func (a *Auth) scheme() string {
+	if a.o.Insecure {
+		return "http"
+	}
+	return "https"
+}
+
+// randomToken is 32 random bytes, base64url: states, tickets, transfer tokens, bindings.
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Explain tells, without a user, what a workspace URL's host names: the workspace, the port and
+// (with a directory such as the static file) the agent.
+func (a *Auth) Explain(host string) (h Host, agentID string, ok bool) {
+	h, ok = ParseHost(host, a.o.Domain)
+	if ok && a.o.Directory != nil {
+		agentID, ok = a.o.Directory.Lookup(h.Workspace)
+	}
+	return h, agentID, ok
+}
+
+// loggedOutAt is when the user last logged out (ns since the epoch), or 0; read through a cache
+// that expires with the recheck interval, so a logout reaches every instance within it.
+func (a *Auth) loggedOutAt(ctx context.Context, userID string) (int64, error) {
+	if t, ok := a.logouts.Get(userID); ok {
+		return t, nil
+	}
+	var t int64
+	v, err := a.o.Store.Get(ctx, "logout:"+userID)
+	switch {
+	case errors.Is(err, ErrSpent):
+	case err != nil:
+		return 0, err
+	default:
+		fmt.Sscan(string(v), &t)
+	}
+	a.logouts.Add(userID, t)
+	return t, nil
+}
+
+// provider is the OpenID provider, discovered once it answers.
+type provider struct {
+	o    Options
+	mu   sync.Mutex
+	rely *relyingParty
+}
