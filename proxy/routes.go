@@ -46,7 +46,7 @@ func (k RouteKind) String() string {
 // gitlabAPIPrefix is where the API for GitLab lives on the public listener.
 const gitlabAPIPrefix = "/-/api/v1/"
 
-// HostRoute serves a host name: the auth host exactly, workspace hosts as <label>.<Domain>.
+// HostRoute serves a host name: the auth host exactly, workspace hosts as any name in Domain.
 type HostRoute struct {
 	Domain  string
 	Handler http.Handler
@@ -146,10 +146,11 @@ func hostOnly(host string) string {
 	return host
 }
 
-// isBelow tells whether host is exactly one label below domain.
+// isBelow tells whether host is domain or any name below it: the whole workspace domain is the
+// workspace route, whose handler refuses what is not exactly <port>-<name>.<domain> with 404.
 func isBelow(host, domain string) bool {
-	if len(host) <= len(domain)+1 || host[len(host)-len(domain)-1] != '.' || !strings.EqualFold(host[len(host)-len(domain):], domain) {
-		return false
+	if strings.EqualFold(host, domain) {
+		return true
 	}
-	return strings.IndexByte(host[:len(host)-len(domain)-1], '.') < 0
+	return len(host) > len(domain)+1 && host[len(host)-len(domain)-1] == '.' && strings.EqualFold(host[len(host)-len(domain):], domain)
 }

@@ -26,8 +26,10 @@ func TestRouteMatch(t *testing.T) {
 	}{
 		{"auth host before path", full, "auth.ws.example.com", "/api/v4/jobs/request", RouteAuth, nil},
 		{"workspace host before path", full, "8080-w1.ws.example.com:443", "/-/agent/connect", RouteWorkspace, nil},
-		{"two labels below the domain are not a workspace", full, "a.b.ws.example.com", "/x", RouteLegacy, nil},
-		{"the domain itself is not a workspace", full, "ws.example.com", "/x", RouteLegacy, nil},
+		{"two labels below the domain are the workspace route (its handler says 404)", full, "a.b.ws.example.com", "/x", RouteWorkspace, nil},
+		{"the domain itself too", full, "WS.example.com", "/x", RouteWorkspace, nil},
+		{"a look-alike suffix is not", full, "8080-w1.evilws.example.com", "/x", RouteLegacy, nil},
+		{"nor the domain with more after it", full, "8080-w1.ws.example.com.evil.com", "/x", RouteLegacy, nil},
 		{"agent connect", full, "edge", "/-/agent/connect", RouteAgentConnect, nil},
 		{"API for GitLab", full, "edge", "/-/api/v1/agents/a/connections", RouteGitLabAPI, nil},
 		{"aggregation", full, "edge", "/k8s/api/v1/pods", RouteAggregation, nil},
