@@ -32,6 +32,7 @@ import (
 //	/slow            answers "done" once the test calls releaseSlow (at the latest when it ends)
 //	/hold            blocks until the request's context ends (or 20 s), reported on held
 //	/raw/...         the request URI exactly as it arrived
+//	/page            an HTML page whose script opens a WebSocket to /ws on its own host
 type upstream struct {
 	agent string
 	srv   *httptest.Server
@@ -106,6 +107,10 @@ func startUpstream(t *testing.T, agent string) *upstream {
 		defer c.CloseNow()
 		echoWebSocket(r.Context(), c)
 	})
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, workspacePage)
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		u.slow.Add(1)
 		select {
@@ -170,3 +175,19 @@ func generatedStream(seed uint64) io.Reader {
 	binary.LittleEndian.PutUint64(key[:], seed)
 	return rand.NewChaCha8(key)
 }
+
+// workspacePage is a workspace app's page: #ready shows once its WebSocket is open; echo(text)
+// sends a message and resolves with the answer; wsClosed resolves when the socket closes.
+const workspacePage = `<!doctype html><title>workspace</title><h1 id="title">workspace app</h1>
+<p id="ready" style="display:none">ready</p>
+<script>
+const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+const waiting = [];
+let closedResolve;
+window.wsClosed = new Promise(r => closedResolve = r);
+ws.onopen = () => { document.getElementById("ready").style.display = "block"; };
+ws.onmessage = (e) => { const w = waiting.shift(); if (w) w(e.data); };
+ws.onclose = (e) => { closedResolve("closed " + e.code); };
+window.echo = (text) => new Promise(r => { waiting.push(r); ws.send(text); });
+</script>
+`

@@ -46,16 +46,16 @@ const wsDomain = "ws.localhost"
 // wsEnv is edges serving workspaces on *.ws.localhost with a real OpenID provider, a static
 // authorizer file, and an agent serving alice's workspace (and bob's).
 type wsEnv struct {
-	t        *testing.T
-	c        *tunnelCluster
-	op       *oidctest.Provider
-	authz    string // the static authorizer file
-	up       *upstream
-	edges    []*edgeProc
-	ports    []string // each edge's public port
-	wsPort   int      // the workspace port in the host names: the upstream's
-	recheck  time.Duration
-	agent    *agentProc
+	t       *testing.T
+	c       *tunnelCluster
+	op      *oidctest.Provider
+	authz   string // the static authorizer file
+	up      *upstream
+	edges   []*edgeProc
+	ports   []string // each edge's public port
+	wsPort  int      // the workspace port in the host names: the upstream's
+	recheck time.Duration
+	agent   *agentProc
 }
 
 // newWSEnv starts n edges (sharing Redis when n > 1) serving workspaces, and an agent for
