@@ -487,3 +487,36 @@ func TestWebSocketOriginAndRevocation(t *testing.T) {
 		t.Errorf("after revocation: read %v, want the connection closed by edge", err)
 	}
 }
+
+// The HTTP authorizer timing out: 503 to the browser, and nothing cached (the next request asks
+// again).
+func TestHTTPAuthorizerTimeout(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	r := newRig(t, func(o *Options) {
+		h, err := NewHTTP(HTTPOptions{URL: slow.URL, Secret: []byte(strings.Repeat("h", 32)), Timeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Authorizer = h
+	})
+	c := browser()
+	r.login(c, "alice", "alice")
+	for i := range 2 {
+		if resp := get(t, c, r.url("alice", "/")); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("request %d: status %d, want 503", i, resp.StatusCode)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("authorizer calls: %d, want 2 (a timeout is not cached)", n)
+	}
+}

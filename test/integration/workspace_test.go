@@ -72,6 +72,18 @@ func TestWorkspaceLoginThroughTunnel(t *testing.T) {
 			t.Errorf("explain of an unknown workspace: %s", stdout)
 		}
 	})
+	t.Run("metrics", func(t *testing.T) {
+		for _, m := range []struct{ name, match string }{
+			{"edge_workspace_logins_total", `outcome="ok"`},
+			{"edge_workspace_authorizations_total", `decision="allowed"`},
+			{"edge_workspace_authorizations_total", `decision="denied"`},
+			{"edge_workspace_authz_cache_total", `result="hit"`},
+		} {
+			if n, err := metricSum(e.edges[0].OpsURL+"/metrics", m.name, m.match); err != nil || n < 1 {
+				t.Errorf("%s{%s}: %v %v, want at least 1", m.name, m.match, n, err)
+			}
+		}
+	})
 	t.Run("revoked by editing the authorizer file", func(t *testing.T) {
 		e.setAccess(map[string][]string{"alice": {"carol"}, "bob": {"bob"}})
 		waitUntil(t, 10*time.Second, "alice's access to end", func() bool {
