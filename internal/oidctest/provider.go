@@ -1,56 +1,29 @@
-// Package oidctest runs a real OpenID Provider in-process for tests: zitadel/oidc's certified op
-// package, with the in-memory storage and login page of its example server.
+// Package oidctest runs a real OpenID Provider in-process for tests (internal/devlogin: zitadel/
+// oidc's certified op package) and logs in at it as a browser would.
 package oidctest
 
 import (
-	"net/http/httptest"
+	"net"
 	"testing"
 
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	"github.com/zitadel/oidc/v3/example/server/storage"
+	"gitlab.com/edge/edge/internal/devlogin"
 )
 
-// User is an account that can log in at the provider.
-type User struct {
-	Username, Password string
-	// Subject is the ID token's sub; "sub-" + Username when empty.
-	Subject string
-	Email   string
-}
+// User, Options and Provider are devlogin's.
+type (
+	User     = devlogin.User
+	Options  = devlogin.Options
+	Provider struct{ *devlogin.Provider }
+)
 
-// Options configure the one OAuth client the provider knows, and its users.
-type Options struct {
-	ClientID, ClientSecret string // "edge" and "edge-secret" when empty
-	RedirectURIs           []string
-	Users                  []User
-}
-
-// Provider is a running OpenID Provider on 127.0.0.1.
-type Provider struct {
-	// Issuer is exactly the issuer discovery returns (http://127.0.0.1:PORT, no trailing slash).
-	Issuer                 string
-	ClientID, ClientSecret string
-}
-
-// Start runs a provider on 127.0.0.1:0 until the test ends. Its client is a confidential web client
-// (client_secret_basic or client_secret_post) in zitadel's dev mode, so plain-http redirect URIs on
-// *.localhost and 127.0.0.1 are allowed; every authorization request must carry an S256
-// code_challenge.
+// Start runs a provider on 127.0.0.1:0 until the test ends (see devlogin.Serve).
 func Start(t testing.TB, o Options) *Provider {
 	t.Helper()
-	if o.ClientID == "" {
-		o.ClientID = "edge"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("oidctest: %v", err)
 	}
-	if o.ClientSecret == "" {
-		o.ClientSecret = "edge-secret"
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	issuer := "http://" + srv.Listener.Addr().String()
-	client := storage.WebClient(o.ClientID, o.ClientSecret, o.RedirectURIs...)
-	store := pkceStorage{storage.NewStorageWithClients(newUsers(o.Users), map[string]*storage.Client{o.ClientID: client})}
-	// A nil logger keeps exampleop from replacing the process's default slog logger.
-	srv.Config.Handler = exampleop.SetupServer(issuer, store, nil, false)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &Provider{Issuer: issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret}
+	p, srv := devlogin.Serve(ln, o)
+	t.Cleanup(func() { srv.Close() })
+	return &Provider{p}
 }

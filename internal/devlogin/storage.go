@@ -1,4 +1,4 @@
-package oidctest
+package devlogin
 
 import (
 	"context"
