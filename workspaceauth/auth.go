@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // Forwarder sends an allowed request to the port of the workspace through the agent that
@@ -32,7 +31,11 @@ type Options struct {
 	SessionTTL   time.Duration
 	Recheck      time.Duration // authorization is asked again at least this often
 	Authorizer   Authorizer
-	Directory    Directory // nil: whether a workspace exists is known only after login
+	// Cache is the decision cache in front of Authorizer; nil: New makes one. Its expiry
+	// goroutine lives as long as the process, so a caller that makes a new Auth on every config
+	// reload passes the one it keeps.
+	Cache     *Cache
+	Directory Directory // nil: whether a workspace exists is known only after login
 	Store        Store
 	Forward      Forwarder
 	HTTPClient   *http.Client // discovery and token exchange; nil: a client with timeouts
@@ -47,7 +50,7 @@ type Auth struct {
 	cookies  *codec
 	authz    *Cache
 	provider *provider
-	logouts  *lru.LRU[string, int64] // user id -> logout time (ns), or 0 for none
+	logouts  *logoutCache
 	log      *slog.Logger
 	metrics  *Metrics
 }
@@ -77,6 +80,9 @@ func New(o Options) (*Auth, error) {
 			return nil, err
 		}
 	}
+	if o.Cache == nil {
+		o.Cache = NewCache(o.Authorizer, o.Recheck, 100_000, o.Metrics)
+	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -84,9 +90,9 @@ func New(o Options) (*Auth, error) {
 		o:        o,
 		authHost: ru.Host,
 		cookies:  newCodec(o.SessionKey, o.SessionTTL, !o.Insecure),
-		authz:    NewCache(o.Authorizer, o.Recheck, 100_000, o.Metrics),
+		authz:    o.Cache,
 		provider: &provider{o: o},
-		logouts:  lru.NewLRU[string, int64](100_000, nil, o.Recheck),
+		logouts:  &logoutCache{ttl: o.Recheck, entries: map[string]logoutEntry{}},
 		log:      o.Log,
 		metrics:  o.Metrics,
 	}
@@ -126,7 +132,7 @@ func (a *Auth) Explain(host string) (h Host, agentID string, ok bool) {
 // loggedOutAt is when the user last logged out (ns since the epoch), or 0; read through a cache
 // that expires with the recheck interval, so a logout reaches every instance within it.
 func (a *Auth) loggedOutAt(ctx context.Context, userID string) (int64, error) {
-	if t, ok := a.logouts.Get(userID); ok {
+	if t, ok := a.logouts.get(userID); ok {
 		return t, nil
 	}
 	var t int64
@@ -138,8 +144,46 @@ func (a *Auth) loggedOutAt(ctx context.Context, userID string) (int64, error) {
 	default:
 		fmt.Sscan(string(v), &t)
 	}
-	a.logouts.Add(userID, t)
+	a.logouts.add(userID, t)
 	return t, nil
+}
+
+// logoutCache keeps what the store said of users' logouts for a while: no goroutine of its own,
+// so an Auth made on every reload leaves nothing running.
+type logoutCache struct {
+	ttl     time.Duration
+	mu      sync.Mutex
+	entries map[string]logoutEntry
+}
+
+type logoutEntry struct {
+	at    int64
+	until time.Time
+}
+
+func (c *logoutCache) get(userID string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[userID]
+	if !ok || time.Now().After(e.until) {
+		return 0, false
+	}
+	return e.at, true
+}
+
+func (c *logoutCache) add(userID string, at int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= 100_000 {
+		clear(c.entries)
+	}
+	c.entries[userID] = logoutEntry{at: at, until: time.Now().Add(c.ttl)}
+}
+
+func (c *logoutCache) remove(userID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, userID)
 }
 
 // provider is the OpenID provider, discovered once it answers.

@@ -200,7 +200,7 @@ func (a *Auth) logout(w http.ResponseWriter, r *http.Request) {
 			page(w, http.StatusServiceUnavailable, "Logout failed", "Try again in a moment.")
 			return
 		}
-		a.logouts.Remove(s.User.ID)
+		a.logouts.remove(s.User.ID)
 		a.log.Info("workspace logout", "user", s.User.Username)
 	}
 	http.SetCookie(w, a.cookies.cookie(authCookie, "", -1))

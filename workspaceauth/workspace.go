@@ -104,6 +104,8 @@ func (a *Auth) watch(ctx context.Context, cancel context.CancelFunc, s session, 
 			return
 		case <-tick.C:
 		}
+		// Ask the authorizer itself: a cached answer could be up to one interval old already.
+		a.authz.Forget(s.User, h.Workspace)
 		d, err := a.authz.Authorize(ctx, s.User, h.Workspace, h.Port)
 		if ctx.Err() != nil {
 			return

@@ -62,25 +62,39 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := writePublicKey(pubPath, &key.PublicKey); err != nil {
 		return err
 	}
+	_, publicPort, _ := net.SplitHostPort(*public)
+	redirect := "http://auth." + demoDomain + ":" + publicPort + "/oauth/callback"
+	login, err := startDemoLogin(ctx, redirect)
+	if err != nil {
+		return err
+	}
 	cfgPath := filepath.Join(dir, "edge.yaml")
 	yaml := fmt.Sprintf(`# edge demo config, written by 'edge demo'
-listen: {public: %q, ops: %q}
+listen: {public: %[1]q, ops: %[2]q}
 cells:
-  - {id: 1, url: %q, legacy: true, id_ranges: ["1-1999999"]}
-  - {id: 2, url: %q, id_ranges: ["2000000-3999999"]}
+  - {id: 1, url: %[3]q, legacy: true, id_ranges: ["1-1999999"]}
+  - {id: 2, url: %[4]q, id_ranges: ["2000000-3999999"]}
 tokens:
   job_jwt:
     keys: [{kid: demo, alg: ES256, file: jwt.pub}]
     issuer: "https://gitlab.demo"
 agents:
   keys: [{alg: HS256, file: agent.key}]
-  wait: %s
+  wait: %[5]s
 gitlab_api: {secret_file: gitlab-api.key}
+workspaces:
+  domain: %[6]s
+  insecure_http: true    # the demo is plain HTTP on loopback; never in production
+  oidc: {issuer: %[7]q, client_id: edge, client_secret_file: oidc.secret, redirect_url: %[8]q}
+  authorizer: {file: workspaces.yaml}
+  session: {key_file: session.key, recheck: 10s}
 shutdown: {grace: 2s}
 log: {level: warn, format: text}
-`, *public, *ops, cell1.url, cell2.url, demoAgentWait)
+`, *public, *ops, cell1.url, cell2.url, demoAgentWait, demoDomain, login.Issuer, redirect)
 	agentKey, apiKey := demoSecret(), demoSecret()
-	for name, secret := range map[string][]byte{"agent.key": agentKey, "gitlab-api.key": apiKey} {
+	files := map[string][]byte{"agent.key": agentKey, "gitlab-api.key": apiKey, "session.key": demoSecret(),
+		"oidc.secret": []byte(login.ClientSecret), "workspaces.yaml": []byte(demoWorkspaces)}
+	for name, secret := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), secret, 0o600); err != nil {
 			return err
 		}
@@ -124,7 +138,8 @@ log: {level: warn, format: text}
 	}
 	go runDemoAgent(ctx, agent, "http://"+*ops, func() {
 		printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
-			tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort})
+			tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort,
+			workspaceURL: fmt.Sprintf("http://%d-demo.%s:%s/", workspacePort, demoDomain, publicPort)})
 	})
 	return serve(ctx, cfg, cfgPath, overrides{}, log)
 }
@@ -187,6 +202,7 @@ type demoInfo struct {
 	edge, ops, cfg, self, tok2, apiToken string
 	jobID                                uint64
 	workspacePort                        int
+	workspaceURL                         string
 }
 
 func demoSecret() []byte {
@@ -199,9 +215,7 @@ func startDemoWorkspace(ctx context.Context, log *slog.Logger) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello from the demo workspace, through the agent's tunnel: %s %s\n", r.Method, r.URL.Path)
-	})}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: demoWorkspaceApp()}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("demo workspace stopped", "error", err)
@@ -299,12 +313,17 @@ curl -si %[1]s/-/api/v1/agents/demo-agent/proxy/%[8]d/hello -H "$API"
 #    An agent that is not connected: edge waits agents.wait (%[9]v here), then 504 naming it:
 curl -si %[1]s/-/api/v1/agents/nobody/proxy/%[8]d/ -H "$API"
 
+# 8. A workspace behind a login. Open %[10]s in a browser (*.localhost names need no DNS), log
+#    in as demo / demo at the development login, and type into the page: its WebSocket echoes
+#    through the agent's tunnel. Without a session, edge sends a browser to log in first:
+curl -si %[10]s
+
 # Metrics and readiness:
 curl -s %[6]s/metrics | grep ^edge_
 curl -s %[6]s/readyz
 
 Ctrl-C stops everything.
-`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops, d.apiToken, d.workspacePort, demoAgentWait)
+`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops, d.apiToken, d.workspacePort, demoAgentWait, d.workspaceURL)
 }
 
 // demoAddr is an address the demo serves on and the flag that sets it.

@@ -147,7 +147,9 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 	switch {
 	case (ow == nil) != (nw == nil):
 		out = append(out, "workspaces")
-	case ow != nil && (ow.Authorizer.File != nw.Authorizer.File || (ow.Authorizer.URL == "") != (nw.Authorizer.URL == "")):
+	case ow != nil && (ow.Authorizer.File != nw.Authorizer.File || ow.Authorizer.URL != nw.Authorizer.URL ||
+		!bytes.Equal(ow.Authorizer.Secret, nw.Authorizer.Secret) || ow.Authorizer.Timeout != nw.Authorizer.Timeout ||
+		ow.Session.Recheck != nw.Session.Recheck):
 		out = append(out, "workspaces.authorizer")
 	}
 	return out

@@ -23,6 +23,10 @@ type workspaceParts struct {
 	store   workspaceauth.Store
 	static  *workspaceauth.Static // nil with the HTTP authorizer
 	file    string                // the static authorizer's file
+	// cache is the decision cache in front of the authorizer, one per process: a change of
+	// authorizer needs a restart.
+	cache     *workspaceauth.Cache
+	directory workspaceauth.Directory
 }
 
 func buildWorkspaceParts(cfg *config.Config, agents *agentParts, log *slog.Logger, reg prometheus.Registerer) (*workspaceParts, error) {
@@ -38,11 +42,20 @@ func buildWorkspaceParts(cfg *config.Config, agents *agentParts, log *slog.Logge
 	if agents.redis != nil {
 		p.store = workspaceauth.NewRedisStore(agents.redis, cfg.Registry.Redis.KeyPrefix)
 	}
+	var authorizer workspaceauth.Authorizer
 	if w.Authorizer.File != "" {
 		if p.static, err = workspaceauth.NewStatic(w.Authorizer.File, log.With("component", "workspace authorizer")); err != nil {
 			return nil, usageError{fmt.Errorf("workspaces.authorizer.file: %w", err)}
 		}
+		authorizer, p.directory = p.static, p.static
+	} else {
+		h, err := workspaceauth.NewHTTP(workspaceauth.HTTPOptions{URL: w.Authorizer.URL, Secret: w.Authorizer.Secret, Timeout: w.Authorizer.Timeout.Duration})
+		if err != nil {
+			return nil, usageError{fmt.Errorf("workspaces.authorizer: %w", err)}
+		}
+		authorizer = h
 	}
+	p.cache = workspaceauth.NewCache(authorizer, w.Session.Recheck.Duration, 100_000, m)
 	return p, nil
 }
 
@@ -59,23 +72,12 @@ func (rt *router) workspaceRoutes(cfg *config.Config) (ws, auth *proxy.HostRoute
 	if w == nil || parts == nil {
 		return nil, nil, nil
 	}
-	var authorizer workspaceauth.Authorizer
-	var directory workspaceauth.Directory
-	if parts.static != nil {
-		authorizer, directory = parts.static, parts.static
-	} else {
-		h, err := workspaceauth.NewHTTP(workspaceauth.HTTPOptions{URL: w.Authorizer.URL, Secret: w.Authorizer.Secret, Timeout: w.Authorizer.Timeout.Duration})
-		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("workspaces.authorizer: %w", err)}
-		}
-		authorizer = h
-	}
 	a, err := workspaceauth.New(workspaceauth.Options{
 		Domain: w.Domain, Insecure: w.InsecureHTTP,
 		Issuer: w.OIDC.Issuer, ClientID: w.OIDC.ClientID, ClientSecret: string(w.OIDC.ClientSecret),
 		RedirectURL: w.OIDC.RedirectURL, Scopes: w.OIDC.Scopes,
 		SessionKey: w.Session.Key, SessionTTL: w.Session.TTL.Duration, Recheck: w.Session.Recheck.Duration,
-		Authorizer: authorizer, Directory: directory, Store: parts.store,
+		Authorizer: parts.cache, Cache: parts.cache, Directory: parts.directory, Store: parts.store,
 		Forward: func(w http.ResponseWriter, r *http.Request, agentID string, port int) {
 			rt.agents.router.Forward(w, r, proxy.AgentTarget{AgentID: agentID, Port: port, Path: r.URL.Path, RawPath: r.URL.RawPath})
 		},

@@ -84,6 +84,12 @@ func TestDemo(t *testing.T) {
 			return nil
 		})},
 		{"7", "an agent that is not connected", curlAnswer(http.StatusGatewayTimeout, "", wantEdgeError("nobody"))},
+		{"8", "a workspace without a session", curlAnswer(http.StatusFound, "", func(h http.Header, _ string) error {
+			if loc := h.Get("Location"); !strings.HasPrefix(loc, "http://auth.ws.localhost:") || !strings.Contains(loc, "/oauth/start?login=") {
+				return fmt.Errorf("Location %q, want the login on the auth host", loc)
+			}
+			return nil
+		})},
 		{"metrics", "the metrics", func(out string) error {
 			if !regexp.MustCompile(`(?m)^edge_requests_total\{`).MatchString(out) {
 				return fmt.Errorf("no edge_requests_total line in %q", out)
