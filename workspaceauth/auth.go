@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"sync"
 	"time"
-
 )
 
 // Forwarder sends an allowed request to the port of the workspace through the agent that
@@ -34,13 +33,13 @@ type Options struct {
 	// Cache is the decision cache in front of Authorizer; nil: New makes one. Its expiry
 	// goroutine lives as long as the process, so a caller that makes a new Auth on every config
 	// reload passes the one it keeps.
-	Cache     *Cache
-	Directory Directory // nil: whether a workspace exists is known only after login
-	Store        Store
-	Forward      Forwarder
-	HTTPClient   *http.Client // discovery and token exchange; nil: a client with timeouts
-	Metrics      *Metrics
-	Log          *slog.Logger
+	Cache      *Cache
+	Directory  Directory // nil: whether a workspace exists is known only after login
+	Store      Store
+	Forward    Forwarder
+	HTTPClient *http.Client // discovery and token exchange; nil: a client with timeouts
+	Metrics    *Metrics
+	Log        *slog.Logger
 }
 
 // Auth serves the auth host and the workspace hosts of one domain.
