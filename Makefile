@@ -34,6 +34,7 @@ bench:
 	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/
 	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
+	$(GO) run ./bench/cmd/wsbench
 
 clean:
 	rm -rf bin

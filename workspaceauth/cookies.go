@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorilla/securecookie"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Cookie names. With TLS the session cookie has the __Host- prefix, so a browser keeps it only
@@ -45,6 +46,9 @@ type session struct {
 type codec struct {
 	sc     *securecookie.SecureCookie
 	secure bool
+	// verified keeps session values already verified and decrypted with this codec's key, so a
+	// busy session pays the HMAC, AES and JSON once, not on every request.
+	verified *lru.Cache[string, session]
 }
 
 func newCodec(key []byte, ttl time.Duration, secure bool) *codec {
@@ -56,7 +60,25 @@ func newCodec(key []byte, ttl time.Duration, secure bool) *codec {
 	sc := securecookie.New(derive("edge workspace cookie signing"), derive("edge workspace cookie encryption"))
 	sc.MaxAge(int(ttl / time.Second))
 	sc.SetSerializer(securecookie.JSONEncoder{})
-	return &codec{sc: sc, secure: secure}
+	verified, _ := lru.New[string, session](10_000)
+	return &codec{sc: sc, secure: secure, verified: verified}
+}
+
+// session decodes the session cookie of r, from the verified values when it was seen before.
+func (c *codec) session(r *http.Request) (session, bool) {
+	ck, err := r.Cookie(c.name(sessionCookie))
+	if err != nil {
+		return session{}, false
+	}
+	if s, ok := c.verified.Get(ck.Value); ok {
+		return s, true
+	}
+	var s session
+	if c.sc.Decode(c.name(sessionCookie), ck.Value, &s) != nil {
+		return session{}, false
+	}
+	c.verified.Add(ck.Value, s)
+	return s, true
 }
 
 func (c *codec) name(base string) string {

@@ -63,8 +63,8 @@ func (a *Auth) ServeWorkspace(w http.ResponseWriter, r *http.Request) {
 // session is the request's session for this host: signed and encrypted by edge, for exactly
 // this host, not expired, issued after the user's last logout. Anything else is no session.
 func (a *Auth) session(r *http.Request, h Host) (session, bool) {
-	var s session
-	if !a.cookies.decode(r, sessionCookie, &s) || s.Host != h.Name || time.Now().Unix() > s.Expires {
+	s, ok := a.cookies.session(r)
+	if !ok || s.Host != h.Name || time.Now().Unix() > s.Expires {
 		return session{}, false
 	}
 	out, err := a.loggedOutAt(r.Context(), s.User.ID)
