@@ -37,8 +37,9 @@ func TestWorkspaceLoginThroughTunnel(t *testing.T) {
 	t.Run("edge's own paths belong to the app", func(t *testing.T) {
 		for _, path := range []string{"/metrics", "/healthz", "/readyz", "/oauth/callback", "/-/api/v1/agents/a1/connections"} {
 			resp, body := fetch(t, alice, e.wsURL(0, "alice", path))
-			if resp.Header.Get("X-Upstream") != "a1" || strings.Contains(string(body), "edge_") {
-				t.Errorf("%s on a workspace host: status %d, not from the app: %.80s", path, resp.StatusCode, body)
+			// The app has none of these paths: its own 404, never edge's metrics or health.
+			if resp.StatusCode != http.StatusNotFound || resp.Header.Get("X-Upstream") != "a1" || strings.Contains(string(body), "edge_") {
+				t.Errorf("%s on a workspace host: status %d, want the app's 404: %.80s", path, resp.StatusCode, body)
 			}
 		}
 	})
