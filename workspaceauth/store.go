@@ -105,18 +105,14 @@ func (s *RedisStore) Put(ctx context.Context, key string, value []byte, ttl time
 }
 
 func (s *RedisStore) Take(ctx context.Context, key string) ([]byte, error) {
-	v, err := s.client.GetDel(ctx, s.prefix+key).Bytes()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, ErrSpent
-	case err != nil:
-		return nil, fmt.Errorf("workspaceauth: store: %w", err)
-	}
-	return v, nil
+	return redisValue(s.client.GetDel(ctx, s.prefix+key).Bytes())
 }
 
 func (s *RedisStore) Get(ctx context.Context, key string) ([]byte, error) {
-	v, err := s.client.Get(ctx, s.prefix+key).Bytes()
+	return redisValue(s.client.Get(ctx, s.prefix+key).Bytes())
+}
+
+func redisValue(v []byte, err error) ([]byte, error) {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, ErrSpent
