@@ -19,7 +19,7 @@ demo:
 test: deps vet unit fuzz
 
 deps:
-	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk chromium=chromium
+	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk chromium=chromium etcd=etcd-server etcdctl=etcd-client
 
 vet:
 	$(GO) vet ./...
