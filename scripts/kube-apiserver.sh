@@ -8,6 +8,11 @@ cache=${EDGE_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edge-kube}
 bin=$cache/kube-apiserver-$version
 if [[ ! -x $bin ]]; then
   mkdir -p "$cache"
+  # Test processes of several packages may ask at once: one builds, the others wait for it.
+  exec 9>"$cache/.lock"
+  flock 9
+fi
+if [[ ! -x $bin ]]; then
   echo "building kube-apiserver $version into $cache (cached afterwards)" >&2
   pkg=k8s.io/component-base/version
   (cd test/kube/apiserver && GOFLAGS=-mod=mod GOSUMDB=off go build -trimpath -o "$bin.tmp" \

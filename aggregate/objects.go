@@ -1,0 +1,129 @@
+package aggregate
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// An object is rewritten on its way out (cluster annotation, global resourceVersion) and on its
+// way back to its member (annotation removed, the member's resourceVersion). Only metadata is
+// decoded; the rest of the object passes as it came.
+
+type rawObject map[string]json.RawMessage
+
+// stamp marks an object with its cluster and turns its resourceVersion into a global one naming
+// that cluster. A Table's rows carry their objects under "object": those are stamped too.
+func stamp(raw json.RawMessage, cluster string) json.RawMessage {
+	var obj rawObject
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw
+	}
+	if meta, ok := obj["metadata"]; ok {
+		obj["metadata"] = stampMeta(meta, cluster)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func stampMeta(raw json.RawMessage, cluster string) json.RawMessage {
+	var meta rawObject
+	if json.Unmarshal(raw, &meta) != nil {
+		return raw
+	}
+	var rv string
+	if v, ok := meta["resourceVersion"]; ok && json.Unmarshal(v, &rv) == nil && rv != "" {
+		meta["resourceVersion"], _ = json.Marshal(globalRV{cluster: rv}.encode())
+	}
+	annotations := map[string]string{}
+	if a, ok := meta["annotations"]; ok {
+		json.Unmarshal(a, &annotations)
+	}
+	annotations[ClusterAnnotation] = cluster
+	meta["annotations"], _ = json.Marshal(annotations)
+	out, err := json.Marshal(meta)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// unstamp readies a body for its member: the cluster annotation goes, and a global
+// resourceVersion naming that member becomes the member's own. A global version naming another
+// member is a conflict (the object is not where the client thinks); a member's own version passes.
+func unstamp(body []byte, cluster string) ([]byte, bool) {
+	var obj rawObject
+	if json.Unmarshal(body, &obj) != nil {
+		return body, true
+	}
+	meta, ok := obj["metadata"]
+	if !ok {
+		return body, true
+	}
+	var m rawObject
+	if json.Unmarshal(meta, &m) != nil {
+		return body, true
+	}
+	if v, ok := m["resourceVersion"]; ok {
+		var rv string
+		if json.Unmarshal(v, &rv) == nil && rv != "" {
+			if g, special, err := decodeRV(rv); err == nil && !special {
+				own, ok := g[cluster]
+				if !ok || len(g) != 1 {
+					return nil, false
+				}
+				m["resourceVersion"], _ = json.Marshal(own)
+			}
+		}
+	}
+	if a, ok := m["annotations"]; ok {
+		annotations := map[string]string{}
+		if json.Unmarshal(a, &annotations) == nil {
+			delete(annotations, ClusterAnnotation)
+			if len(annotations) == 0 {
+				delete(m, "annotations")
+			} else {
+				m["annotations"], _ = json.Marshal(annotations)
+			}
+		}
+	}
+	obj["metadata"], _ = json.Marshal(m)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return body, true
+	}
+	return out, true
+}
+
+// isTable tells whether the client asked for a Table (what kubectl get sends).
+func isTable(accept string) bool {
+	return strings.Contains(accept, "as=Table")
+}
+
+// listBody is what a member's list (or Table) answer holds that edge merges.
+type listBody struct {
+	Kind       string            `json:"kind"`
+	APIVersion string            `json:"apiVersion"`
+	Metadata   listMeta          `json:"metadata"`
+	Items      []json.RawMessage `json:"items,omitempty"`
+	Columns    json.RawMessage   `json:"columnDefinitions,omitempty"`
+	Rows       []tableRow        `json:"rows,omitempty"`
+}
+
+type listMeta struct {
+	ResourceVersion    string `json:"resourceVersion,omitempty"`
+	Continue           string `json:"continue,omitempty"`
+	RemainingItemCount *int64 `json:"remainingItemCount,omitempty"`
+}
+
+type tableRow map[string]json.RawMessage
+
+// stampRow stamps a Table row's object.
+func stampRow(row tableRow, cluster string) tableRow {
+	if obj, ok := row["object"]; ok {
+		row["object"] = stamp(obj, cluster)
+	}
+	return row
+}
