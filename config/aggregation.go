@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/x509"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,8 @@ type Aggregation struct {
 	Auth       AggregationAuth `yaml:"auth"`
 	MemberDown string          `yaml:"member_down"`
 	Clusters   []ClusterMember `yaml:"clusters"`
+	// Placement is the member a collection create (POST) goes to; empty: such creates get 405.
+	Placement string `yaml:"placement"`
 }
 
 // AggregationAuth says who may call the aggregated API: a static token file, JWT keys, or both.
@@ -25,6 +28,8 @@ type AggregationAuth struct {
 	TokensFile string   `yaml:"tokens_file"` // kube-apiserver's format: token,user,uid,"group1,group2"; made absolute
 	Tokens     []byte   `yaml:"-"`           // the file's contents
 	Keys       []KeyRef `yaml:"keys"`
+	Issuer     string   `yaml:"issuer"`   // of caller JWTs; empty: not checked
+	Audience   string   `yaml:"audience"` // of caller JWTs; empty: not checked
 }
 
 // ClusterMember is one member cluster and edge's own credentials there (it needs impersonate rights).
@@ -78,6 +83,9 @@ func (a *Aggregation) validate(ch *checker) {
 	checkKeys(ch, p+".auth.keys", a.Auth.Keys, keyRules{allowHMAC: true})
 
 	const cp = p + ".clusters"
+	if a.Placement != "" && !slices.ContainsFunc(a.Clusters, func(m ClusterMember) bool { return m.Name == a.Placement }) {
+		ch.add(p+".placement", "%q is not one of the clusters", a.Placement)
+	}
 	if len(a.Clusters) == 0 {
 		ch.add(cp, "required: at least one member cluster")
 	}

@@ -186,8 +186,6 @@ func TestUnservedSections(t *testing.T) {
 	}{
 		{"tls", "tls", with("tls:", "  static: {cert_file: tls.crt, key_file: tls.key}"), 4, 0},
 		{"tls with its own problem", "tls", with("tls: {redirect_http: \":80\"}"), 4, 1},
-		{"aggregation", "aggregation", with("log: {level: info}", "aggregation:", "  auth: {tokens_file: tokens.csv}",
-			"  clusters: [{name: c1, server: \"https://127.0.0.1:6441\", token_file: c.token}]"), 5, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,6 +69,14 @@ func (f *Front) explainRoute(rt *Routes, r *http.Request, e *Explanation) error 
 		default:
 			e.Rule = "any connection of the agent: local tunnel, else a holder from the registry, waiting up to agents.wait"
 		}
+	case RouteAggregation:
+		e.Rule = "the Kubernetes API of the member clusters"
+		if rt.Aggregation.Explain != nil {
+			e.Fields = rt.Aggregation.Explain(r)
+			if rule, ok := e.Fields["rule"].(string); ok {
+				e.Rule = rule
+			}
+		}
 	case RouteWorkspace, RouteAuth:
 		hr := rt.Workspaces
 		e.Rule = "session for exactly this host, then the authorizer, then the agent's tunnel to the port in the host"

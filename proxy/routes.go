@@ -59,6 +59,8 @@ type HostRoute struct {
 type PrefixRoute struct {
 	Prefix  string
 	Handler http.Handler
+	// Explain describes what the handler would do with a request, for `edge explain`.
+	Explain func(r *http.Request) map[string]any
 }
 
 // Routes is the whole route table of the public and internal listeners, built from one config

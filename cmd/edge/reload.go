@@ -103,6 +103,7 @@ func (r *reloader) reload(why string) {
 		log.Error("config reload refused; the running config stays", "error", err)
 		return
 	}
+	endChangedWatches(r.current, cfg, r.rt.aggregation, log)
 	changed := config.Diff(r.current, cfg)
 	for _, name := range restartOnly(r.current, cfg, changed) {
 		log.Warn("setting changed but needs a restart; the running value stays", "setting", name)
@@ -142,6 +143,9 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 	}
 	if old.Agents.Wait != next.Agents.Wait {
 		out = append(out, "agents.wait")
+	}
+	if (old.Aggregation == nil) != (next.Aggregation == nil) {
+		out = append(out, "aggregation")
 	}
 	ow, nw := old.Workspaces, next.Workspaces
 	switch {

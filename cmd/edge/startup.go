@@ -41,6 +41,9 @@ func features(cfg *config.Config) []string {
 	if cfg.GitLabAPI != nil {
 		out = append(out, "gitlab_api")
 	}
+	if cfg.Aggregation != nil {
+		out = append(out, "aggregation")
+	}
 	if w := cfg.Workspaces; w != nil {
 		out = append(out, "workspaces")
 		if w.InsecureHTTP {

@@ -30,12 +30,13 @@ func loadConfig(path string) (*config.Config, error) {
 // router is everything the listeners serve: the front with its route table, and the parts that
 // outlive a reload (metrics, learned job ids, tunnels, the registry).
 type router struct {
-	front      *proxy.Front
-	agents     *agentParts
-	workspaces *workspaceParts        // nil without a workspaces section
-	metrics    *proxy.Metrics         // shared by every runner proxy: registered once
-	learned    *discovery.LearnedJobs // outlives reloads: what was learned stays learned
-	log        *slog.Logger
+	front       *proxy.Front
+	agents      *agentParts
+	workspaces  *workspaceParts        // nil without a workspaces section
+	aggregation *aggregationParts      // nil without an aggregation section
+	metrics     *proxy.Metrics         // shared by every runner proxy: registered once
+	learned     *discovery.LearnedJobs // outlives reloads: what was learned stays learned
+	log         *slog.Logger
 }
 
 func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*router, error) {
@@ -51,6 +52,9 @@ func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		return nil, err
 	}
 	if rt.workspaces, err = buildWorkspaceParts(cfg, rt.agents, log, reg); err != nil {
+		return nil, err
+	}
+	if rt.aggregation, err = buildAggregationParts(cfg, reg); err != nil {
 		return nil, err
 	}
 	rt.front = proxy.NewFront(log, rt.metrics)
@@ -89,6 +93,9 @@ func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
 		t.routes.AgentConnect = rt.agents.tunnels
 	}
 	if t.routes.Workspaces, t.routes.Auth, err = rt.workspaceRoutes(cfg); err != nil {
+		return routeTable{}, err
+	}
+	if t.routes.Aggregation, err = rt.aggregationRoute(cfg); err != nil {
 		return routeTable{}, err
 	}
 	if g := cfg.GitLabAPI; g != nil {
