@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,7 +73,7 @@ func (p *Proxy) fetch(ctx context.Context, m *member, path string, q url.Values,
 		return memberAnswer{m: m, err: &memberError{member: m.Name, code: resp.StatusCode, body: raw}}
 	}
 	a := memberAnswer{m: m, raw: raw}
-	if err := json.Unmarshal(raw, &a.body); err != nil {
+	if a.body, err = parseList(raw); err != nil {
 		a.err = &memberError{member: m.Name, err: fmt.Errorf("answer is not JSON: %w", err)}
 	}
 	return a
@@ -131,7 +132,7 @@ func (p *Proxy) merge(w http.ResponseWriter, r *http.Request, answers []memberAn
 			global[a.m.Name] = a.body.Metadata.ResourceVersion
 		}
 		for _, it := range a.body.Items {
-			out.Items = append(out.Items, stamp(it, a.m.Name))
+			out.Items = append(out.Items, stampFast(it, a.m.Name))
 		}
 		for _, row := range a.body.Rows {
 			out.Rows = append(out.Rows, stampRow(row, a.m.Name))
@@ -145,35 +146,42 @@ func (p *Proxy) merge(w http.ResponseWriter, r *http.Request, answers []memberAn
 	p.writeList(w, out, isTable(r.Header.Get("Accept")), warnings)
 }
 
+// writeList writes the merged list; the items (rows) are written as they are, not re-encoded.
 func (p *Proxy) writeList(w http.ResponseWriter, out listBody, table bool, warnings []string) {
-	if !table && out.Items == nil {
-		out.Items = []json.RawMessage{}
-	}
-	if table && out.Rows == nil {
-		out.Rows = []tableRow{}
-	}
 	for _, warn := range warnings {
 		w.Header().Add("Warning", `299 - `+strconv.Quote(warn+"; this answer lacks its objects"))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
+	kind, _ := json.Marshal(out.Kind)
+	apiVersion, _ := json.Marshal(out.APIVersion)
+	meta, _ := json.Marshal(out.Metadata)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"kind":`)
+	bw.Write(kind)
+	bw.WriteString(`,"apiVersion":`)
+	bw.Write(apiVersion)
+	bw.WriteString(`,"metadata":`)
+	bw.Write(meta)
+	elems, key := out.Items, `,"items":[`
 	if table {
-		enc.Encode(struct {
-			Kind       string          `json:"kind"`
-			APIVersion string          `json:"apiVersion"`
-			Metadata   listMeta        `json:"metadata"`
-			Columns    json.RawMessage `json:"columnDefinitions"`
-			Rows       []tableRow      `json:"rows"`
-		}{out.Kind, out.APIVersion, out.Metadata, out.Columns, out.Rows})
-		return
+		columns := out.Columns
+		if len(columns) == 0 {
+			columns = json.RawMessage("[]")
+		}
+		bw.WriteString(`,"columnDefinitions":`)
+		bw.Write(columns)
+		elems, key = out.Rows, `,"rows":[`
 	}
-	enc.Encode(struct {
-		Kind       string            `json:"kind"`
-		APIVersion string            `json:"apiVersion"`
-		Metadata   listMeta          `json:"metadata"`
-		Items      []json.RawMessage `json:"items"`
-	}{out.Kind, out.APIVersion, out.Metadata, out.Items})
+	bw.WriteString(key)
+	for i, e := range elems {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(e)
+	}
+	bw.WriteString("]}\n")
+	bw.Flush()
 }
 
 // pagedList walks the members in name order: the limit counts down across them, and the
@@ -236,7 +244,7 @@ func (p *Proxy) pagedList(w http.ResponseWriter, r *http.Request, req request, u
 		}
 		n := int64(len(a.body.Items) + len(a.body.Rows))
 		for _, it := range a.body.Items {
-			out.Items = append(out.Items, stamp(it, m.Name))
+			out.Items = append(out.Items, stampFast(it, m.Name))
 		}
 		for _, row := range a.body.Rows {
 			out.Rows = append(out.Rows, stampRow(row, m.Name))

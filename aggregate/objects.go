@@ -107,9 +107,81 @@ type listBody struct {
 	Kind       string            `json:"kind"`
 	APIVersion string            `json:"apiVersion"`
 	Metadata   listMeta          `json:"metadata"`
-	Items      []json.RawMessage `json:"items,omitempty"`
+	Items      []json.RawMessage `json:"-"`
 	Columns    json.RawMessage   `json:"columnDefinitions,omitempty"`
-	Rows       []tableRow        `json:"rows,omitempty"`
+	Rows       []json.RawMessage `json:"-"`
+}
+
+// parseList reads a member's list or Table: the small fields decoded, the items (rows) only cut
+// out of the text, so thousands of objects are not decoded to be stamped.
+func parseList(raw []byte) (listBody, error) {
+	var l listBody
+	var head struct {
+		Kind       string          `json:"kind"`
+		APIVersion string          `json:"apiVersion"`
+		Metadata   listMeta        `json:"metadata"`
+		Columns    json.RawMessage `json:"columnDefinitions"`
+	}
+	fields, err := topFields(raw)
+	if err != nil {
+		return l, err
+	}
+	for _, k := range []string{"kind", "apiVersion", "metadata", "columnDefinitions"} {
+		sp, ok := fields[k]
+		if !ok {
+			continue
+		}
+		s, e := sp.start, sp.end
+		var target any
+		switch k {
+		case "kind":
+			target = &head.Kind
+		case "apiVersion":
+			target = &head.APIVersion
+		case "metadata":
+			target = &head.Metadata
+		default:
+			head.Columns = json.RawMessage(raw[s:e])
+			continue
+		}
+		if err := json.Unmarshal(raw[s:e], target); err != nil {
+			return l, err
+		}
+	}
+	l.Kind, l.APIVersion, l.Metadata, l.Columns = head.Kind, head.APIVersion, head.Metadata, head.Columns
+	if sp, ok := fields["items"]; ok {
+		if l.Items, err = arrayElements(raw, sp.start, sp.end); err != nil {
+			return l, err
+		}
+	}
+	if sp, ok := fields["rows"]; ok {
+		l.Rows, err = arrayElements(raw, sp.start, sp.end)
+	}
+	return l, err
+}
+
+// arrayElements cuts the elements of the array at raw[s:e] out of it.
+func arrayElements(raw []byte, s, e int) ([]json.RawMessage, error) {
+	if raw[s] == 'n' {
+		return nil, nil
+	}
+	if raw[s] != '[' {
+		return nil, errJSONSpan
+	}
+	var out []json.RawMessage
+	i := skipSpace(raw, s+1)
+	for i < e-1 {
+		end, err := valueEnd(raw, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw[i:end])
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return out, nil
 }
 
 type listMeta struct {
@@ -121,9 +193,14 @@ type listMeta struct {
 type tableRow map[string]json.RawMessage
 
 // stampRow stamps a Table row's object.
-func stampRow(row tableRow, cluster string) tableRow {
-	if obj, ok := row["object"]; ok {
-		row["object"] = stamp(obj, cluster)
+func stampRow(row json.RawMessage, cluster string) json.RawMessage {
+	s, e, ok, err := field(row, 0, "object")
+	if err != nil || !ok || row[s] != '{' {
+		return row
 	}
-	return row
+	obj := stampFast(row[s:e], cluster)
+	out := make([]byte, 0, len(row)+len(obj)-(e-s))
+	out = append(out, row[:s]...)
+	out = append(out, obj...)
+	return append(out, row[e:]...)
 }
