@@ -184,8 +184,8 @@ func TestUnservedSections(t *testing.T) {
 		line          int
 		others        int // problems of the section's own
 	}{
-		{"tls", "tls", with("tls:", "  static: {cert_file: tls.crt, key_file: tls.key}"), 4, 0},
-		{"tls with its own problem", "tls", with("tls: {redirect_http: \":80\"}"), 4, 1},
+		{"tls acme", "tls.acme", with("tls:", "  acme: {domains: [edge.example.com]}"), 5, 0},
+		{"tls redirect with its own problem", "tls.redirect_http", with("tls: {redirect_http: \":80\"}"), 4, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,6 +200,9 @@ func TestUnservedSections(t *testing.T) {
 			}
 		})
 	}
+	t.Run("static certificates are served", func(t *testing.T) {
+		mustParse(t, dir, lines(with("tls:", "  static: {cert_file: tls.crt, key_file: tls.key}")...))
+	})
 	t.Run("null section is absent", func(t *testing.T) {
 		mustParse(t, dir, lines(with("tls:", "workspaces:", "aggregation:")...))
 	})

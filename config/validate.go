@@ -45,14 +45,18 @@ func (c *Config) validate(ch *checker) {
 	}
 }
 
-// refuseUnserved refuses the sections this edge parses and checks but does not serve yet: a
-// config that asks for HTTPS must not start an edge that silently
+// refuseUnserved refuses the sections this edge parses and checks but does not serve yet (ACME and
+// the HTTP redirect listener; static certificates are served): a config that asks for them must
+// not start an edge that silently
 // serves plain HTTP without them. Their own checks still run, so every problem shows at once.
 func (c *Config) refuseUnserved(ch *checker) {
 	for _, s := range []struct {
 		name    string
 		present bool
-	}{{"tls", c.TLS != nil}} {
+	}{
+		{"tls.acme", c.TLS != nil && c.TLS.ACME != nil},
+		{"tls.redirect_http", c.TLS != nil && c.TLS.RedirectHTTP != ""},
+	} {
 		if s.present {
 			ch.addAlways(s.name, "not supported yet: %s is parsed but this edge does not serve it; remove the section", s.name)
 		}

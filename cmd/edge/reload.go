@@ -144,6 +144,9 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 	if old.Agents.Wait != next.Agents.Wait {
 		out = append(out, "agents.wait")
 	}
+	if (old.TLS == nil) != (next.TLS == nil) {
+		out = append(out, "tls")
+	}
 	if (old.Aggregation == nil) != (next.Aggregation == nil) {
 		out = append(out, "aggregation")
 	}

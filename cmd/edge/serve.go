@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -109,6 +110,10 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 			stop:  func(context.Context) { stopAuthz() }},
 		stage{name: "public and internal listeners",
 			start: func() error {
+				if cfg.TLS != nil {
+					public.TLSConfig = rt.certs.tlsConfig()
+					lns.public = tls.NewListener(lns.public, public.TLSConfig)
+				}
 				serveIn("public", public, lns.public)
 				if internal != nil {
 					serveIn("internal", internal, lns.internal)

@@ -24,6 +24,9 @@ func logStartup(log *slog.Logger, cfg *config.Config, path string) {
 // features lists what this config turns on, for the startup line.
 func features(cfg *config.Config) []string {
 	out := []string{"runner_routing"}
+	if cfg.TLS != nil {
+		out = append(out, "tls:static")
+	}
 	switch j := cfg.Tokens.JobJWT; {
 	case !j.Enabled:
 		out = append(out, "job_jwt:off")

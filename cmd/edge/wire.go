@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,8 +33,9 @@ func loadConfig(path string) (*config.Config, error) {
 type router struct {
 	front       *proxy.Front
 	agents      *agentParts
-	workspaces  *workspaceParts        // nil without a workspaces section
-	aggregation *aggregationParts      // nil without an aggregation section
+	workspaces  *workspaceParts   // nil without a workspaces section
+	aggregation *aggregationParts // nil without an aggregation section
+	certs       certificates
 	metrics     *proxy.Metrics         // shared by every runner proxy: registered once
 	learned     *discovery.LearnedJobs // outlives reloads: what was learned stays learned
 	log         *slog.Logger
@@ -70,6 +72,7 @@ func buildRouter(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 
 // routeTable is one config's route table and the agent verifier that goes with it.
 type routeTable struct {
+	cert   *tls.Certificate // tls.static; nil: plain HTTP
 	routes *proxy.Routes
 	agents *tokens.AgentVerifier // nil: agents.keys not set
 }
@@ -80,7 +83,11 @@ func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
 	if err != nil {
 		return routeTable{}, err
 	}
-	t := routeTable{routes: &proxy.Routes{
+	cert, err := parseStatic(cfg)
+	if err != nil {
+		return routeTable{}, err
+	}
+	t := routeTable{cert: cert, routes: &proxy.Routes{
 		Runner:    runner,
 		Internal:  rt.agents.internal,
 		Headers:   proxy.HeaderPolicy{Trusted: cfg.Routing.TrustedPrefixes},
@@ -113,6 +120,9 @@ func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
 func (rt *router) apply(t routeTable) error {
 	old := rt.front.Routes()
 	rt.agents.verifier.Store(t.agents)
+	if t.cert != nil {
+		rt.certs.cert.Store(t.cert)
+	}
 	if err := rt.front.Swap(t.routes); err != nil {
 		return err
 	}

@@ -324,20 +324,17 @@ registry:
 func TestCheckRefusesUnservedSection(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	certPEM, keyPEM := selfSignedPair(t)
-	writeFileT(t, dir, "edge.crt", certPEM)
-	writeFileT(t, dir, "edge.key", keyPEM)
 	path := writeFileT(t, dir, "edge.yaml", `cells:
   - {id: 1, url: "http://127.0.0.1:3001", legacy: true}
 tls:
-  static: {cert_file: edge.crt, key_file: edge.key}
+  acme: {domains: [edge.example.com]}
 `)
 	stdout, stderr, code := runEdge(t, "check", "--config", path)
 	if code != 2 {
 		t.Errorf("exit code: got %d, want 2", code)
 	}
 	out := stdout + stderr
-	if want := path + ":3: tls: not supported yet"; !strings.Contains(out, want) {
+	if want := path + ":4: tls.acme: not supported yet"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 	if n := strings.Count(out, "\n"+path+":"); n != 1 {
