@@ -216,6 +216,7 @@ func (p *Proxy) pagedList(w http.ResponseWriter, r *http.Request, req request, u
 		memberContinue = tok.Continue
 	}
 	var out listBody
+	var warnings []string
 	table := isTable(r.Header.Get("Accept"))
 	first := true
 	for i := start; i < len(p.sorted); i++ {
@@ -231,6 +232,10 @@ func (p *Proxy) pagedList(w http.ResponseWriter, r *http.Request, req request, u
 			mq.Set("limit", strconv.FormatInt(limit, 10))
 		}
 		a := p.fetch(r.Context(), m, req.path, mq, r.Header, user)
+		if a.err != nil && unreachable(a.err) && p.o.Partial {
+			warnings = append(warnings, a.err.Error())
+			continue
+		}
 		if a.err != nil {
 			p.fail(w, a.err)
 			return
@@ -262,8 +267,12 @@ func (p *Proxy) pagedList(w http.ResponseWriter, r *http.Request, req request, u
 		}
 		break
 	}
+	if first {
+		writeStatus(w, http.StatusServiceUnavailable, "ServiceUnavailable", "no member cluster answered")
+		return
+	}
 	out.Metadata.ResourceVersion = global.encode()
-	p.writeList(w, out, table, nil)
+	p.writeList(w, out, table, warnings)
 }
 
 // get finds the object on every member: 404 when none has it, 409 when more than one does.

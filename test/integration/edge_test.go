@@ -22,17 +22,19 @@ import (
 
 // edgeConfig is the part of edge's YAML config the tests write.
 type edgeConfig struct {
-	Listen     listenConfig      `yaml:"listen"`
-	Cells      []cellConfig      `yaml:"cells"`
-	Routing    routingConfig     `yaml:"routing,omitempty"`
-	Tokens     tokensConfig      `yaml:"tokens"`
-	Registry   *registryConfig   `yaml:"registry,omitempty"`
-	Internal   *secretConfig     `yaml:"internal,omitempty"`
-	Agents     *agentsConfig     `yaml:"agents,omitempty"`
-	GitLabAPI  *secretConfig     `yaml:"gitlab_api,omitempty"`
-	Shutdown   shutdownConfig    `yaml:"shutdown,omitempty"`
-	Workspaces *workspacesConfig `yaml:"workspaces,omitempty"`
-	Log        logConfig         `yaml:"log,omitempty"`
+	Listen      listenConfig       `yaml:"listen"`
+	Cells       []cellConfig       `yaml:"cells"`
+	Routing     routingConfig      `yaml:"routing,omitempty"`
+	Tokens      tokensConfig       `yaml:"tokens"`
+	Registry    *registryConfig    `yaml:"registry,omitempty"`
+	Internal    *secretConfig      `yaml:"internal,omitempty"`
+	Agents      *agentsConfig      `yaml:"agents,omitempty"`
+	GitLabAPI   *secretConfig      `yaml:"gitlab_api,omitempty"`
+	Shutdown    shutdownConfig     `yaml:"shutdown,omitempty"`
+	Workspaces  *workspacesConfig  `yaml:"workspaces,omitempty"`
+	TLS         *tlsConfig         `yaml:"tls,omitempty"`
+	Aggregation *aggregationConfig `yaml:"aggregation,omitempty"`
+	Log         logConfig          `yaml:"log,omitempty"`
 }
 
 type listenConfig struct {
