@@ -64,11 +64,11 @@ func newAggEnv(t *testing.T, memberDown string) *aggEnv {
 	tokensFile := filepath.Join(e.dir, "tokens.csv")
 	writeFile(t, tokensFile, []byte(tokens))
 	e.cfg = edgeConfig{
-		Cells:  []cellConfig{{ID: 1, URL: "http://127.0.0.1:9", Legacy: true}},
-		Tokens: tokensConfig{JobJWT: jobJWTConfig{Verify: false}},
-		TLS:    &tlsConfig{Static: staticTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile}},
+		Cells:       []cellConfig{{ID: 1, URL: "http://127.0.0.1:9", Legacy: true}},
+		Tokens:      tokensConfig{JobJWT: jobJWTConfig{Verify: false}},
+		TLS:         &tlsConfig{Static: staticTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile}},
 		Aggregation: &aggregationConfig{Prefix: "/k8s", Auth: aggAuthConfig{TokensFile: tokensFile}, MemberDown: memberDown},
-		Log:    logConfig{Level: "info", Format: "text"},
+		Log:         logConfig{Level: "info", Format: "text"},
 	}
 	for _, m := range e.members {
 		tf := filepath.Join(e.dir, m.Name+".token")
