@@ -24,6 +24,7 @@ type fakeMember struct {
 	pods      map[string]fakePod // by namespace/name
 	events    []fakeEvent        // every change, for watches
 	changed   chan struct{}
+	kick      chan struct{} // closed to end every open watch
 	seen      []*http.Request
 }
 
@@ -39,7 +40,7 @@ type fakeEvent struct {
 }
 
 func newFakeMember(t *testing.T, name string) *fakeMember {
-	f := &fakeMember{name: name, pods: map[string]fakePod{}, changed: make(chan struct{}), rv: 100}
+	f := &fakeMember{name: name, pods: map[string]fakePod{}, changed: make(chan struct{}), kick: make(chan struct{}), rv: 100}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -58,6 +59,25 @@ func (f *fakeMember) add(ns, name string) {
 	f.events = append(f.events, fakeEvent{"ADDED", p})
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// bookmark moves the version on without a change and tells watches that asked for bookmarks.
+func (f *fakeMember) bookmark() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rv++
+	f.events = append(f.events, fakeEvent{"BOOKMARK", fakePod{RV: f.rv}})
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return f.rv
+}
+
+// endWatches ends every open watch, as an apiserver restart or a timeout would.
+func (f *fakeMember) endWatches() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.kick)
+	f.kick = make(chan struct{})
 }
 
 func (f *fakeMember) compact() {
@@ -226,21 +246,30 @@ func (f *fakeMember) watch(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"type": "ERROR", "object": statusObject(410, "Expired", "too old resource version")})
 		return
 	}
+	kick := f.kick
 	f.mu.Unlock()
+	bookmarks := r.URL.Query().Get("allowWatchBookmarks") == "true"
 	sent := 0
 	for {
 		f.mu.Lock()
 		evs, changed := f.events, f.changed
 		f.mu.Unlock()
 		for ; sent < len(evs); sent++ {
-			if evs[sent].pod.RV <= from {
+			ev := evs[sent]
+			if ev.pod.RV <= from || (ev.typ == "BOOKMARK" && !bookmarks) {
 				continue
 			}
-			json.NewEncoder(w).Encode(map[string]any{"type": evs[sent].typ, "object": evs[sent].pod.object()})
+			obj := ev.pod.object()
+			if ev.typ == "BOOKMARK" {
+				obj = map[string]any{"kind": "Pod", "apiVersion": "v1", "metadata": map[string]any{"resourceVersion": strconv.Itoa(ev.pod.RV)}}
+			}
+			json.NewEncoder(w).Encode(map[string]any{"type": ev.typ, "object": obj})
 			flush()
 		}
 		select {
 		case <-changed:
+		case <-kick:
+			return
 		case <-r.Context().Done():
 			return
 		}

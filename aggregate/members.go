@@ -77,6 +77,11 @@ func (m *member) newRequest(ctx context.Context, method, path, rawQuery string, 
 			req.Header[k] = v
 		}
 	}
+	if accept := req.Header.Get("Accept"); strings.Contains(accept, "protobuf") && !strings.Contains(accept, "as=Table") {
+		// Edge merges JSON: a client that prefers protobuf gets JSON, as it accepts (a server
+		// may always answer with another type the client listed, or JSON).
+		req.Header.Set("Accept", "application/json")
+	}
 	req.Header.Set("Authorization", "Bearer "+m.Token)
 	req.Header.Set("Impersonate-User", user.Name)
 	for _, g := range user.Groups {
