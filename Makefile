@@ -33,7 +33,7 @@ fuzz:
 
 bench:
 	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server
-	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/
+	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/ ./aggregate/
 	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
 	$(GO) run ./bench/cmd/wsbench
 

@@ -54,4 +54,19 @@ func BenchmarkList(b *testing.B) {
 			get(b, f.srv.URL+"/k8s/api/v1/pods", "alice-token")
 		}
 	})
+	// The same with members that answer from a cache (their own CPU out of the picture): what
+	// edge itself costs on top of one member's list.
+	for _, m := range f.members {
+		m.cacheList()
+	}
+	b.Run("one_member_1000_cached", func(b *testing.B) {
+		for b.Loop() {
+			get(b, f.members["c1"].srv.URL+"/api/v1/pods", "edge-token-c1")
+		}
+	})
+	b.Run("aggregated_3x1000_cached", func(b *testing.B) {
+		for b.Loop() {
+			get(b, f.srv.URL+"/k8s/api/v1/pods", "alice-token")
+		}
+	})
 }

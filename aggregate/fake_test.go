@@ -25,6 +25,7 @@ type fakeMember struct {
 	events    []fakeEvent        // every change, for watches
 	changed   chan struct{}
 	kick      chan struct{} // closed to end every open watch
+	cached    []byte        // a plain list's answer, when set: the benchmark's members
 	seen      []*http.Request
 }
 
@@ -146,9 +147,23 @@ func (f *fakeMember) sortedPods(ns string) []fakePod {
 	return out
 }
 
+// cacheList makes the member answer plain lists from one rendering.
+func (f *fakeMember) cacheList() {
+	rec := httptest.NewRecorder()
+	f.list(rec, httptest.NewRequest("GET", "/api/v1/pods", nil), "")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cached = rec.Body.Bytes()
+}
+
 func (f *fakeMember) list(w http.ResponseWriter, r *http.Request, ns string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.cached != nil && r.URL.RawQuery == "" && !strings.Contains(r.Header.Get("Accept"), "as=Table") {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(f.cached)
+		return
+	}
 	q := r.URL.Query()
 	pods := f.sortedPods(ns)
 	start := 0

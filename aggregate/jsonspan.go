@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 )
@@ -156,68 +157,120 @@ func splice(raw []byte, cluster string) ([]byte, error) {
 		return nil, errJSONSpan
 	}
 	meta := raw[mStart:mEnd]
-	aStart, aEnd, hasAnn, err := field(meta, 0, "annotations")
-	if err != nil {
-		return nil, err
-	}
-	if hasAnn {
-		if meta[aStart] != '{' {
+	var ann, rv span
+	hasAnn, hasRV := false, false
+	// One pass over metadata's keys.
+	i := 1
+	for {
+		i = skipSpace(meta, i)
+		if i >= len(meta) || meta[i] == '}' {
+			break
+		}
+		kEnd, err := valueEnd(meta, i)
+		if err != nil {
+			return nil, err
+		}
+		key := meta[i:kEnd]
+		i = skipSpace(meta, kEnd)
+		if i >= len(meta) || meta[i] != ':' {
 			return nil, errJSONSpan
 		}
-		if _, _, exists, err := field(meta[aStart:aEnd], 0, ClusterAnnotation); err != nil || exists {
+		vStart := skipSpace(meta, i+1)
+		vEnd, err := valueEnd(meta, vStart)
+		if err != nil {
+			return nil, err
+		}
+		switch string(key) {
+		case `"annotations"`:
+			ann, hasAnn = span{vStart, vEnd}, true
+		case `"resourceVersion"`:
+			rv, hasRV = span{vStart, vEnd}, true
+		}
+		i = skipSpace(meta, vEnd)
+		if i < len(meta) && meta[i] == ',' {
+			i++
+		}
+	}
+	if hasAnn {
+		if meta[ann.start] != '{' {
+			return nil, errJSONSpan
+		}
+		if _, _, exists, err := field(meta[ann.start:ann.end], 0, ClusterAnnotation); err != nil || exists {
 			return nil, errJSONSpan // rare: let the decoding stamp replace it
 		}
 	}
-	rStart, rEnd, hasRV, err := field(meta, 0, "resourceVersion")
-	if err != nil {
-		return nil, err
-	}
-	annotation, _ := json.Marshal(ClusterAnnotation)
-	name, _ := json.Marshal(cluster)
-	entry := append(append(annotation, ':'), name...)
-	var newMeta []byte
+	clusterJSON := jsonString(cluster)
+	entry := append([]byte(`"`+ClusterAnnotation+`":`), clusterJSON...)
 	type edit struct {
 		at, end int
 		with    []byte
 	}
-	var edits []edit
-	if hasRV && meta[rStart] == '"' {
-		var rv string
-		if json.Unmarshal(meta[rStart:rEnd], &rv) == nil && rv != "" {
-			g, _ := json.Marshal(globalRV{cluster: rv}.encode())
-			edits = append(edits, edit{rStart, rEnd, g})
+	var edits [2]edit
+	n := 0
+	if hasRV && meta[rv.start] == '"' {
+		if v, ok := plainString(meta[rv.start:rv.end]); ok && v != "" {
+			edits[n] = edit{rv.start, rv.end, append(append([]byte{'"'}, singleRV(clusterJSON, v)...), '"')}
+			n++
 		}
 	}
 	if hasAnn {
-		inner := skipSpace(meta, aStart+1)
+		inner := skipSpace(meta, ann.start+1)
 		with := append(entry, ',')
 		if meta[inner] == '}' {
 			with = entry
 		}
-		edits = append(edits, edit{aStart + 1, aStart + 1, with})
+		edits[n] = edit{ann.start + 1, ann.start + 1, with}
 	} else {
 		at := skipSpace(meta, 1)
 		with := append(append([]byte(`"annotations":{`), entry...), '}')
 		if meta[at] != '}' {
 			with = append(with, ',')
 		}
-		edits = append(edits, edit{1, 1, with})
+		edits[n] = edit{1, 1, with}
 	}
-	// Apply in order of position.
-	if len(edits) == 2 && edits[1].at < edits[0].at {
+	n++
+	if n == 2 && edits[1].at < edits[0].at {
 		edits[0], edits[1] = edits[1], edits[0]
 	}
-	newMeta = make([]byte, 0, len(meta)+64)
+	out := make([]byte, 0, len(raw)+96)
+	out = append(out, raw[:mStart]...)
 	prev := 0
-	for _, e := range edits {
-		newMeta = append(newMeta, meta[prev:e.at]...)
-		newMeta = append(newMeta, e.with...)
+	for _, e := range edits[:n] {
+		out = append(out, meta[prev:e.at]...)
+		out = append(out, e.with...)
 		prev = e.end
 	}
-	newMeta = append(newMeta, meta[prev:]...)
-	out := make([]byte, 0, len(raw)+len(newMeta)-len(meta))
-	out = append(out, raw[:mStart]...)
-	out = append(out, newMeta...)
-	out = append(out, raw[mEnd:]...)
-	return out, nil
+	out = append(out, meta[prev:]...)
+	return append(out, raw[mEnd:]...), nil
+}
+
+// plainString reads a JSON string without escapes (a resourceVersion is digits).
+func plainString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	for _, c := range b[1 : len(b)-1] {
+		if c == '\\' || c < 0x20 {
+			return "", false
+		}
+	}
+	return string(b[1 : len(b)-1]), true
+}
+
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// singleRV is globalRV{cluster: rv}.encode() without the map: {"<cluster>":"<rv>"}, base64url.
+func singleRV(clusterJSON []byte, rv string) []byte {
+	var buf [256]byte
+	j := append(buf[:0], '{')
+	j = append(j, clusterJSON...)
+	j = append(j, ':')
+	j = append(j, jsonString(rv)...)
+	j = append(j, '}')
+	out := make([]byte, base64.RawURLEncoding.EncodedLen(len(j)))
+	base64.RawURLEncoding.Encode(out, j)
+	return out
 }
