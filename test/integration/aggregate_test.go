@@ -54,6 +54,17 @@ roleRef: {kind: Role, name: pod-reader, apiGroup: rbac.authorization.k8s.io}
 			t.Errorf("%d lines, want a header and 3 rows:\n%s", len(lines), out)
 		}
 	})
+	t.Run("explain", func(t *testing.T) {
+		out, stderr, code := runEdge(t, "explain", "--config", e.edge.ConfigPath, e.server+"/api/v1/namespaces/team/pods?watch=1")
+		var v map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			t.Fatalf("explain: %d %s %s", code, out, stderr)
+		}
+		members, _ := v["members"].([]any)
+		if v["route"] != "aggregation" || v["verb"] != "watch" || v["resource"] != "pods" || len(members) != 2 {
+			t.Errorf("explain: %s", out)
+		}
+	})
 	t.Run("chunk-size 1 pages across members", func(t *testing.T) {
 		out, _, err := e.kubectl(t, "admin", "", "get", "pods", "-n", "team", "--chunk-size=1", "-o", "name")
 		if err != nil {
