@@ -274,3 +274,9 @@ func (ws *Watches) End(members map[string]bool) int {
 	}
 	return n
 }
+
+// TrackWatch registers a watch over members with ws, for callers that hold watches of their own
+// (tests of reload wiring); done unregisters it.
+func TrackWatch(ws *Watches, members []string, cancel context.CancelFunc) (done func()) {
+	return ws.add(members, cancel)
+}
