@@ -176,34 +176,3 @@ func TestACMEPaths(t *testing.T) {
 
 // TestUnservedSections: tls, workspaces and aggregation are parsed and checked, but refused
 // until this edge serves them, at the section's line, along with their own problems.
-func TestUnservedSections(t *testing.T) {
-	dir := sectionDir(t)
-	tests := []struct {
-		name, section string
-		src           []string
-		line          int
-		others        int // problems of the section's own
-	}{
-		{"tls acme", "tls.acme", with("tls:", "  acme: {domains: [edge.example.com]}"), 5, 0},
-		{"tls redirect with its own problem", "tls.redirect_http", with("tls: {redirect_http: \":80\"}"), 4, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, ps := parse(t, dir, lines(tt.src...))
-			want := "not supported yet: " + tt.section + " is parsed but this edge does not serve it; remove the section"
-			p, ok := findMessage(ps, tt.section, want)
-			if !ok || p.Message != want || p.Line != tt.line {
-				t.Errorf("problems: got %v, want %s at line %d: %s", ps, tt.section, tt.line, want)
-			}
-			if got := len(ps) - 1; got != tt.others {
-				t.Errorf("other problems: got %d, want %d (%v)", got, tt.others, ps)
-			}
-		})
-	}
-	t.Run("static certificates are served", func(t *testing.T) {
-		mustParse(t, dir, lines(with("tls:", "  static: {cert_file: tls.crt, key_file: tls.key}")...))
-	})
-	t.Run("null section is absent", func(t *testing.T) {
-		mustParse(t, dir, lines(with("tls:", "workspaces:", "aggregation:")...))
-	})
-}

@@ -21,7 +21,6 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validate(ch *checker) {
-	c.refuseUnserved(ch)
 	c.validateListen(ch)
 	c.validateCells(ch)
 	c.Routing.validate(ch)
@@ -42,24 +41,6 @@ func (c *Config) validate(ch *checker) {
 	}
 	if c.Log.Format != "json" && c.Log.Format != "text" {
 		ch.add("log.format", "must be json or text")
-	}
-}
-
-// refuseUnserved refuses the sections this edge parses and checks but does not serve yet (ACME and
-// the HTTP redirect listener; static certificates are served): a config that asks for them must
-// not start an edge that silently
-// serves plain HTTP without them. Their own checks still run, so every problem shows at once.
-func (c *Config) refuseUnserved(ch *checker) {
-	for _, s := range []struct {
-		name    string
-		present bool
-	}{
-		{"tls.acme", c.TLS != nil && c.TLS.ACME != nil},
-		{"tls.redirect_http", c.TLS != nil && c.TLS.RedirectHTTP != ""},
-	} {
-		if s.present {
-			ch.addAlways(s.name, "not supported yet: %s is parsed but this edge does not serve it; remove the section", s.name)
-		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync"
 	"syscall"
 	"time"
@@ -144,8 +145,13 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 	if old.Agents.Wait != next.Agents.Wait {
 		out = append(out, "agents.wait")
 	}
-	if (old.TLS == nil) != (next.TLS == nil) {
+	switch {
+	case (old.TLS == nil) != (next.TLS == nil), old.TLS != nil && (old.TLS.ACME == nil) != (next.TLS.ACME == nil):
 		out = append(out, "tls")
+	case old.TLS != nil && old.TLS.ACME != nil && !reflect.DeepEqual(*old.TLS.ACME, *next.TLS.ACME):
+		out = append(out, "tls.acme")
+	case old.TLS != nil && old.TLS.RedirectHTTP != next.TLS.RedirectHTTP:
+		out = append(out, "tls.redirect_http")
 	}
 	if (old.Aggregation == nil) != (next.Aggregation == nil) {
 		out = append(out, "aggregation")

@@ -81,6 +81,17 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 			ErrorLog:          errorLog,
 		}
 	}
+	acme, err := buildACME(cfg, rt.workspaces, log, reg)
+	if err != nil {
+		return err
+	}
+	acmeCtx, stopACME := context.WithCancel(context.Background())
+	defer stopACME()
+	var redirect *http.Server
+	if cfg.TLS != nil && cfg.TLS.RedirectHTTP != "" {
+		redirect = &http.Server{Handler: redirectHandler(cfg.Listen.Public, acme), ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout.Duration,
+			IdleTimeout: cfg.Limits.IdleTimeout.Duration, ErrorLog: errorLog}
+	}
 	lns, err := openListeners(cfg, internal != nil)
 	if err != nil {
 		return err
@@ -110,17 +121,28 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 			stop:  func(context.Context) { stopAuthz() }},
 		stage{name: "public and internal listeners",
 			start: func() error {
-				if cfg.TLS != nil {
+				switch {
+				case acme != nil:
+					public.TLSConfig = acme.tlsConfig()
+				case cfg.TLS != nil:
 					public.TLSConfig = rt.certs.tlsConfig()
+				}
+				if public.TLSConfig != nil {
 					lns.public = tls.NewListener(lns.public, public.TLSConfig)
 				}
 				serveIn("public", public, lns.public)
 				if internal != nil {
 					serveIn("internal", internal, lns.internal)
 				}
+				if redirect != nil {
+					serveIn("redirect_http", redirect, lns.redirect)
+				}
+				if acme != nil {
+					return acme.start(acmeCtx)
+				}
 				return nil
 			},
-			stop: func(ctx context.Context) { shutdown(ctx, log, public, internal) }},
+			stop: func(ctx context.Context) { stopACME(); shutdown(ctx, log, public, internal, redirect) }},
 		stage{name: "ready",
 			start: func() error { h.ready.Store(true); return nil },
 			stop: func(ctx context.Context) {
@@ -150,7 +172,7 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 	return err
 }
 
-type listeners struct{ public, ops, internal net.Listener }
+type listeners struct{ public, ops, internal, redirect net.Listener }
 
 // openListeners opens every listener before anything starts, so a busy port fails at once.
 func openListeners(cfg *config.Config, withInternal bool) (listeners, error) {
@@ -168,6 +190,16 @@ func openListeners(cfg *config.Config, withInternal bool) (listeners, error) {
 			l.public.Close()
 			l.ops.Close()
 			return l, fmt.Errorf("listen.internal: %w", err)
+		}
+	}
+	if cfg.TLS != nil && cfg.TLS.RedirectHTTP != "" {
+		if l.redirect, err = listen(cfg.TLS.RedirectHTTP, 0); err != nil {
+			for _, ln := range []net.Listener{l.public, l.ops, l.internal} {
+				if ln != nil {
+					ln.Close()
+				}
+			}
+			return l, fmt.Errorf("tls.redirect_http: %w", err)
 		}
 	}
 	return l, nil

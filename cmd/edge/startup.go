@@ -24,7 +24,10 @@ func logStartup(log *slog.Logger, cfg *config.Config, path string) {
 // features lists what this config turns on, for the startup line.
 func features(cfg *config.Config) []string {
 	out := []string{"runner_routing"}
-	if cfg.TLS != nil {
+	switch {
+	case cfg.TLS != nil && cfg.TLS.ACME != nil:
+		out = append(out, "tls:acme")
+	case cfg.TLS != nil:
 		out = append(out, "tls:static")
 	}
 	switch j := cfg.Tokens.JobJWT; {

@@ -13,7 +13,18 @@ import (
 )
 
 type tlsConfig struct {
-	Static staticTLSConfig `yaml:"static"`
+	Static       *staticTLSConfig `yaml:"static,omitempty"`
+	ACME         *acmeConfig      `yaml:"acme,omitempty"`
+	RedirectHTTP string           `yaml:"redirect_http,omitempty"`
+}
+
+type acmeConfig struct {
+	Email              string   `yaml:"email,omitempty"`
+	CA                 string   `yaml:"ca"`
+	CARoot             string   `yaml:"ca_root,omitempty"`
+	Domains            []string `yaml:"domains,omitempty"`
+	OnDemandWorkspaces bool     `yaml:"on_demand_workspaces,omitempty"`
+	Storage            string   `yaml:"storage,omitempty"`
 }
 
 type staticTLSConfig struct {
@@ -66,7 +77,7 @@ func newAggEnv(t *testing.T, memberDown string) *aggEnv {
 	e.cfg = edgeConfig{
 		Cells:       []cellConfig{{ID: 1, URL: "http://127.0.0.1:9", Legacy: true}},
 		Tokens:      tokensConfig{JobJWT: jobJWTConfig{Verify: false}},
-		TLS:         &tlsConfig{Static: staticTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile}},
+		TLS:         &tlsConfig{Static: &staticTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile}},
 		Aggregation: &aggregationConfig{Prefix: "/k8s", Auth: aggAuthConfig{TokensFile: tokensFile}, MemberDown: memberDown},
 		Log:         logConfig{Level: "info", Format: "text"},
 	}

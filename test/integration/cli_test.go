@@ -321,27 +321,6 @@ registry:
 
 // TestCheckRefusesUnservedSection: a tls section, even a valid one, is refused: this edge does
 // not serve HTTPS yet, and must not start serving plain HTTP in its place.
-func TestCheckRefusesUnservedSection(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	path := writeFileT(t, dir, "edge.yaml", `cells:
-  - {id: 1, url: "http://127.0.0.1:3001", legacy: true}
-tls:
-  acme: {domains: [edge.example.com]}
-`)
-	stdout, stderr, code := runEdge(t, "check", "--config", path)
-	if code != 2 {
-		t.Errorf("exit code: got %d, want 2", code)
-	}
-	out := stdout + stderr
-	if want := path + ":4: tls.acme: not supported yet"; !strings.Contains(out, want) {
-		t.Errorf("output lacks %q:\n%s", want, out)
-	}
-	if n := strings.Count(out, "\n"+path+":"); n != 1 {
-		t.Errorf("problems: got %d, want the refusal alone:\n%s", n, out)
-	}
-}
-
 func selfSignedPair(t *testing.T) (certPEM, keyPEM string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
