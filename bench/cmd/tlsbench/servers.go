@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const upstreamBody = 1024
+
+// serveUpstream is the upstream's own process (tlsbench -serve-upstream ADDR): every request
+// answered with 1 KiB, like wsbench's.
+func serveUpstream(addr string) error {
+	body := bytes.Repeat([]byte("x"), upstreamBody)
+	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(body)
+	}))
+}
+
+// supervisor starts the servers, each in a process group of its own, and stops them all.
+type supervisor struct {
+	dir   string
+	mu    sync.Mutex
+	procs []*proc
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func (s *supervisor) start(name string, argv []string) (*proc, error) {
+	logPath := filepath.Join(s.dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Its own group (stopping it stops nginx's worker too; Ctrl-C reaches only tlsbench), and
+	// killed if tlsbench is.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() { cmd.Wait(); f.Close(); close(p.done) }()
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) failure() error {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return fmt.Errorf("%s exited: %s", p.name, bytes.TrimSpace(b))
+}
+
+// stopAll stops the servers in reverse order: SIGTERM to the group, SIGKILL after 5 s, and
+// SIGKILL to whatever is left of the group (an orphaned nginx worker).
+func (s *supervisor) stopAll() {
+	s.mu.Lock()
+	procs := s.procs
+	s.procs = nil
+	s.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		if !p.exited() {
+			syscall.Kill(-p.pid(), syscall.SIGTERM)
+		}
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+		syscall.Kill(-p.pid(), syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// waitReady polls check every 50 ms for up to 20 s, failing early when p exits.
+func waitReady(ctx context.Context, p *proc, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if p.exited() {
+			return p.failure()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %v", p.name, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// edgeConfig: one legacy cell (the upstream), the static certificate, warnings only. accessLog
+// false sets log.access: false; true sets log.level: info, because edge writes its access log at
+// info and a warn level would drop it (access: true at level warn logs nothing).
+func edgeConfig(public, ops, upstream int, c certFiles, accessLog bool) string {
+	logLine := "log: {level: warn, format: json, access: false}"
+	if accessLog {
+		logLine = "log: {level: info, format: json, access: true}"
+	}
+	return fmt.Sprintf(`listen: {public: "127.0.0.1:%d", ops: "127.0.0.1:%d"}
+cells: [{id: 1, url: "http://127.0.0.1:%d", legacy: true}]
+tls: {static: {cert_file: %q, key_file: %q}}
+%s
+`, public, ops, upstream, c.Cert, c.Key, logLine)
+}
+
+// nginxVersion reads `nginx -v` ("nginx version: nginx/1.22.1", on stderr).
+func nginxVersion(bin string) ([3]int, error) {
+	out, err := exec.Command(bin, "-v").CombinedOutput()
+	if err != nil {
+		return [3]int{}, fmt.Errorf("%s -v: %v: %s", bin, err, out)
+	}
+	return parseNginxVersion(string(out))
+}
+
+var nginxVersionRE = regexp.MustCompile(`nginx/(\d+)\.(\d+)\.(\d+)`)
+
+func parseNginxVersion(s string) ([3]int, error) {
+	m := nginxVersionRE.FindStringSubmatch(s)
+	if m == nil {
+		return [3]int{}, fmt.Errorf("no nginx version in %q", strings.TrimSpace(s))
+	}
+	var v [3]int
+	for i := range v {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, nil
+}
+
+// nginxConfig is a TLS-terminating reverse proxy as fair to nginx as edge's setup is to edge: one
+// worker, the same certificate, HTTP/2 and HTTP/1.1, keep-alive to the upstream (64), no access
+// log. nginx 1.25.1 and later take `http2 on;`, older ones (Debian 12's 1.22) `listen ... http2`.
+// keepalive_requests is raised from nginx's 1000 (edge has no such limit): at 1000 nginx would
+// close the client's connection, and every new one is a full handshake. serverPrefers makes
+// nginx choose the TLS 1.3 cipher suite in the order Go's server does on hardware with AES
+// (AES-128-GCM first), instead of the client's (OpenSSL clients list AES-256-GCM first), so
+// that both servers run the same cipher.
+func nginxConfig(prefix string, port, upstream int, c certFiles, version [3]int, serverPrefers bool) string {
+	listen := fmt.Sprintf("listen 127.0.0.1:%d ssl http2;", port)
+	if version[0] > 1 || (version[0] == 1 && (version[1] > 25 || (version[1] == 25 && version[2] >= 1))) {
+		listen = fmt.Sprintf("listen 127.0.0.1:%d ssl;\n        http2 on;", port)
+	}
+	ciphers := ""
+	if serverPrefers {
+		ciphers = "\n        ssl_prefer_server_ciphers on;" +
+			"\n        ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256;"
+	}
+	return fmt.Sprintf(`worker_processes 1;
+error_log %[1]s/error.log warn;
+pid %[1]s/nginx.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    upstream bench_upstream {
+        server 127.0.0.1:%[3]d;
+        keepalive 64;
+        keepalive_requests 1000000;
+    }
+    server {
+        %[4]s
+        ssl_certificate %[5]s;
+        ssl_certificate_key %[6]s;
+        ssl_protocols TLSv1.2 TLSv1.3;%[7]s
+        keepalive_requests 1000000;
+        location / {
+            proxy_pass http://bench_upstream;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`, prefix, port, upstream, listen, c.Cert, c.Key, ciphers)
+}
+
+// checkTLS fetches / over TLS, verifying the certificate with the bench CA, once with HTTP/1.1
+// and once with HTTP/2, and wants 200 with the upstream's whole body each time: the server
+// serves the certificate and both protocols, and proxies to the upstream.
+func checkTLS(url string, caFile string) error {
+	pemCA, err := os.ReadFile(caFile)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCA)
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		var p http.Protocols
+		if proto == "HTTP/2.0" {
+			p.SetHTTP2(true)
+		} else {
+			p.SetHTTP1(true)
+		}
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, Protocols: &p}
+		c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+		resp, err := c.Get(url)
+		if err != nil {
+			tr.CloseIdleConnections()
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+		switch {
+		case err != nil:
+			return err
+		case resp.StatusCode != 200:
+			return fmt.Errorf("%s %s: %s", proto, url, resp.Status)
+		case resp.Proto != proto:
+			return fmt.Errorf("asked %s, got %s", proto, resp.Proto)
+		case len(b) != upstreamBody:
+			return fmt.Errorf("%s %s: %d bytes, want %d", proto, url, len(b), upstreamBody)
+		}
+	}
+	return nil
+}
+
+// checkHTTP wants 200 from a plain-HTTP url (edge's /readyz, the upstream).
+func checkHTTP(url string) error {
+	resp, err := (&http.Client{Timeout: time.Second}).Get(url)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return errors.New(resp.Status)
+	}
+	return nil
+}
