@@ -56,6 +56,11 @@ func (c *Config) readFiles(f *files) {
 	f.keys("tokens.job_jwt.keys", j.Keys)
 	j.JWKS = f.read("tokens.job_jwt.jwks_file", &j.JWKSFile)
 	c.Internal.Secret = f.secret("internal.secret_file", &c.Internal.SecretFile)
+	if t := c.Internal.TLS; t != nil {
+		t.CertPEM = f.read("internal.tls.cert_file", &t.CertFile)
+		t.KeyPEM = f.read("internal.tls.key_file", &t.KeyFile)
+	}
+	c.Internal.CA = f.read("internal.ca_file", &c.Internal.CAFile)
 	f.keys("agents.keys", c.Agents.Keys)
 	if c.TLS != nil {
 		c.TLS.readFiles(f)

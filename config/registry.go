@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"net/netip"
 	"strings"
 	"time"
@@ -58,11 +60,32 @@ type Internal struct {
 	// internal JWT, anywhere else. Nil: DefaultPeers.
 	Peers        []string       `yaml:"peers"`
 	PeerPrefixes []netip.Prefix `yaml:"-"` // parsed from Peers (or DefaultPeers) by Validate
+	// TLS makes listen.internal serve HTTPS with this certificate (advertise_internal https://),
+	// so edge-to-edge traffic can leave the pod network encrypted.
+	TLS *StaticTLS `yaml:"tls"`
+	// CAFile verifies other edges' internal listeners when their advertised URL is https://.
+	CAFile string `yaml:"ca_file"` // made absolute by Parse
+	CA     []byte `yaml:"-"`
 }
 
 func (c *Config) validateRegistry(ch *checker) {
 	checkSecret(ch, "internal.secret_file", c.Internal.SecretFile, c.Internal.Secret, false, "")
 	c.Internal.validatePeers(ch)
+	if t := c.Internal.TLS; t != nil {
+		certOK := requireFile(ch, "internal.tls.cert_file", t.CertFile, t.CertPEM)
+		keyOK := requireFile(ch, "internal.tls.key_file", t.KeyFile, t.KeyPEM)
+		if certOK && keyOK {
+			if _, err := tls.X509KeyPair(t.CertPEM, t.KeyPEM); err != nil {
+				ch.add("internal.tls.key_file", "the certificate and key do not make a pair")
+			}
+		}
+		if a := c.Listen.AdvertiseInternal; a != "" && !strings.HasPrefix(a, "https://") {
+			ch.add("listen.advertise_internal", "must be https:// when internal.tls is set")
+		}
+	}
+	if len(c.Internal.CA) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.Internal.CA) {
+		ch.add("internal.ca_file", "holds no PEM certificate")
+	}
 	r := c.Registry
 	if r == nil {
 		return

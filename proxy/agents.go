@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -70,7 +71,9 @@ type AgentRouterOptions struct {
 	Peers    http.RoundTripper // transport to other edges' internal listeners; nil: built here
 	// PeerPrefixes are the addresses the built transport may dial (internal.peers).
 	PeerPrefixes []netip.Prefix
-	Wait         time.Duration // how long a request waits for the agent (default 20 s)
+	// PeerTLS verifies holders whose internal URL is https:// (nil: the system roots).
+	PeerTLS *tls.Config
+	Wait    time.Duration // how long a request waits for the agent (default 20 s)
 	// HolderCache is how long the entry edge reuses a registry answer naming other holders
 	// (default 1 s; negative: never). A stale answer costs one "not here" and a fresh lookup.
 	HolderCache time.Duration
@@ -99,7 +102,7 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Peers == nil {
-		o.Peers = newPeerTransport(o.PeerPrefixes, 5*time.Second)
+		o.Peers = newPeerTransport(o.PeerPrefixes, 5*time.Second, o.PeerTLS)
 	}
 	if o.HolderCache == 0 {
 		o.HolderCache = time.Second

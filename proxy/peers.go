@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -40,8 +41,11 @@ func peerAllowed(peers []netip.Prefix, addr string) bool {
 // newPeerTransport reaches other edges' internal listeners, and only addresses inside peers:
 // the check runs on the address actually dialled, after name resolution, so neither a poisoned
 // registry entry nor a DNS answer can send an internal JWT or a request anywhere else.
-func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration) *http.Transport {
+func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration, tlsConfig *tls.Config) *http.Transport {
 	t := newTransport(dialTimeout, 0)
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig.Clone()
+	}
 	dialer := &net.Dialer{
 		Timeout:   dialTimeout,
 		KeepAlive: 30 * time.Second,

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,10 +101,16 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		}
 		minter, internalVerifier = signer, v
 	}
+	var peerTLS *tls.Config
+	if len(cfg.Internal.CA) > 0 {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(cfg.Internal.CA)
+		peerTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
 	router, err := proxy.NewAgentRouter(proxy.AgentRouterOptions{
 		Self: cfg.Listen.AdvertiseInternal, Tunnels: localTunnels{a.tunnels}, Registry: a.registry, Minter: minter,
-		PeerPrefixes: cfg.Internal.PeerPrefixes,
-		Wait:         cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg,
+		PeerPrefixes: cfg.Internal.PeerPrefixes, PeerTLS: peerTLS,
+		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg,
 	})
 	if err != nil {
 		return nil, err

@@ -142,6 +142,12 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 			out = append(out, name)
 		}
 	}
+	if !sameInternalTLS(old.Internal, next.Internal) {
+		out = append(out, "internal.tls")
+	}
+	if !bytes.Equal(old.Internal.CA, next.Internal.CA) {
+		out = append(out, "internal.ca_file")
+	}
 	if old.Agents.Wait != next.Agents.Wait {
 		out = append(out, "agents.wait")
 	}
@@ -166,4 +172,11 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 		out = append(out, "workspaces.authorizer")
 	}
 	return out
+}
+
+func sameInternalTLS(a, b config.Internal) bool {
+	if (a.TLS == nil) != (b.TLS == nil) {
+		return false
+	}
+	return a.TLS == nil || bytes.Equal(a.TLS.CertPEM, b.TLS.CertPEM) && bytes.Equal(a.TLS.KeyPEM, b.TLS.KeyPEM)
 }

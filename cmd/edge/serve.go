@@ -132,6 +132,15 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 				}
 				serveIn("public", public, lns.public)
 				if internal != nil {
+					if t := cfg.Internal.TLS; t != nil {
+						cert, err := tls.X509KeyPair(t.CertPEM, t.KeyPEM)
+						if err != nil {
+							return fmt.Errorf("internal.tls: %w", err)
+						}
+						internal.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+							NextProtos: []string{"h2", "http/1.1"}}
+						lns.internal = tls.NewListener(lns.internal, internal.TLSConfig)
+					}
 					serveIn("internal", internal, lns.internal)
 				}
 				if redirect != nil {

@@ -58,6 +58,9 @@ type redisConfig struct {
 // secretConfig is the internal and gitlab_api sections: a file holding a shared secret.
 type secretConfig struct {
 	SecretFile string `yaml:"secret_file"`
+	// The internal section's TLS: its listener's certificate, and the CA that verifies others'.
+	TLS    *staticTLSConfig `yaml:"tls,omitempty"`
+	CAFile string           `yaml:"ca_file,omitempty"`
 }
 
 type agentsConfig struct {
