@@ -33,10 +33,11 @@ fuzz:
 	FUZZEXECS=$(FUZZEXECS) ./scripts/fuzz.sh
 
 bench:
-	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server
+	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server h2load=nghttp2-client
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/ ./aggregate/
 	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
 	$(GO) run ./bench/cmd/wsbench
+	$(GO) run ./bench/cmd/tlsbench
 
 clean:
 	rm -rf bin
