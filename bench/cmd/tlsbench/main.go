@@ -28,6 +28,7 @@ type options struct {
 	rounds, conns        int
 	h2Clients, h2Streams int
 	accessLog            bool
+	plain                bool
 	nginxClientCiphers   bool
 	noPin                bool
 	serverCPU, clientCPU int
@@ -55,6 +56,7 @@ func main() {
 	flag.IntVar(&o.h2Clients, "h2c", 16, "h2load connections (HTTP/2)")
 	flag.IntVar(&o.h2Streams, "m", 4, "h2load concurrent streams per connection")
 	flag.BoolVar(&o.accessLog, "access-log", true, "also measure edge with its access log on (log.level info, to a file)")
+	flag.BoolVar(&o.plain, "plain", true, "also measure edge and nginx over plain HTTP/1.1 (no TLS), as a reference for what TLS costs each")
 	flag.BoolVar(&o.nginxClientCiphers, "nginx-client-ciphers", false, "let nginx take the client's TLS 1.3 cipher order (AES-256-GCM) instead of AES-128-GCM first, as Go's server does")
 	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin servers and load generators to CPUs")
 	flag.IntVar(&o.serverCPU, "server-cpu", 0, "CPU of the servers (upstream, edge, nginx)")
@@ -101,8 +103,8 @@ func isExec(p string) bool {
 type target struct {
 	id, label string
 	proc      *proc
-	url       string
-	cipher    string // negotiated with h2load (an OpenSSL client, like wrk)
+	urls      map[string]string // protocol id: URL; a target is loaded only with the protocols it has a URL for
+	cipher    string            // negotiated with h2load (an OpenSSL client, like wrk)
 }
 
 // sample is one measured run.
@@ -115,9 +117,13 @@ type sample struct {
 
 type protocol struct{ id, label string }
 
-var protocols = []protocol{
-	{"h1", "HTTP/1.1 keep-alive"},
-	{"h2", "HTTP/2"},
+// protocols are the loads, each a block of rows in the table.
+func (o *options) protocols() []protocol {
+	ps := []protocol{{"h1", "HTTP/1.1 keep-alive"}, {"h2", "HTTP/2"}}
+	if o.plain {
+		ps = append(ps, protocol{"plain", "plain HTTP/1.1 keep-alive (no TLS)"})
+	}
+	return ps
 }
 
 func run(ctx context.Context, o *options) error {
@@ -189,19 +195,20 @@ func run(ctx context.Context, o *options) error {
 	}
 	o.upstream = up
 
-	var targets []*target
-	edgeCases := []struct {
-		id, label string
-		access    bool
-	}{{"edge", "edge", false}}
-	if o.accessLog {
-		edgeCases = append(edgeCases, struct {
-			id, label string
-			access    bool
-		}{"edge-log", "edge, access log on", true})
+	type edgeCase struct {
+		id, label   string
+		tls, access bool
 	}
+	edgeCases := []edgeCase{{"edge", "edge", true, false}}
+	if o.accessLog {
+		edgeCases = append(edgeCases, edgeCase{"edge-log", "edge, access log on", true, true})
+	}
+	if o.plain {
+		edgeCases = append(edgeCases, edgeCase{"edge-plain", "edge", false, false})
+	}
+	var targets []*target
 	for _, e := range edgeCases {
-		t, err := startEdge(ctx, sup, o, e.id, e.label, upPort, certs, e.access)
+		t, err := startEdge(ctx, sup, o, e.id, e.label, upPort, certs, e.tls, e.access)
 		if err != nil {
 			return err
 		}
@@ -222,9 +229,12 @@ func run(ctx context.Context, o *options) error {
 			}
 			d = o.warmup
 		}
-		for _, p := range protocols {
+		for _, p := range o.protocols() {
 			for i := range targets {
 				t := targets[(i+round)%len(targets)] // the order rotated each round
+				if t.urls[p.id] == "" {
+					continue
+				}
 				s, err := o.measure(ctx, t, p, d)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", p.label, t.label, err)
@@ -253,7 +263,7 @@ func (o *options) pin(cpu int, argv []string) []string {
 	return append([]string{o.taskset, "-c", strconv.Itoa(cpu)}, argv...)
 }
 
-func startEdge(ctx context.Context, sup *supervisor, o *options, id, label string, upPort int, c certFiles, access bool) (*target, error) {
+func startEdge(ctx context.Context, sup *supervisor, o *options, id, label string, upPort int, c certFiles, withTLS, access bool) (*target, error) {
 	pub, err := freePort()
 	if err != nil {
 		return nil, err
@@ -263,18 +273,27 @@ func startEdge(ctx context.Context, sup *supervisor, o *options, id, label strin
 		return nil, err
 	}
 	conf := filepath.Join(o.dir, id+".yaml")
-	if err := os.WriteFile(conf, []byte(edgeConfig(pub, ops, upPort, c, access)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(edgeConfig(pub, ops, upPort, c, withTLS, access)), 0o644); err != nil {
 		return nil, err
 	}
 	p, err := sup.start(id, o.server(o.edgeBin, "serve", "--config", conf))
 	if err != nil {
 		return nil, err
 	}
-	t := &target{id: id, label: label, proc: p, url: fmt.Sprintf("https://127.0.0.1:%d/", pub)}
 	if err := waitReady(ctx, p, func() error { return checkHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", ops)) }); err != nil {
 		return nil, err
 	}
-	if err := checkTLS(t.url, c.CA); err != nil {
+	t := &target{id: id, label: label, proc: p}
+	if !withTLS {
+		t.urls = map[string]string{"plain": fmt.Sprintf("http://127.0.0.1:%d/", pub)}
+		if err := checkPlain(t.urls["plain"]); err != nil {
+			return nil, fmt.Errorf("%s (plain HTTP): %w", label, err)
+		}
+		return t, nil
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/", pub)
+	t.urls = map[string]string{"h1": url, "h2": url}
+	if err := checkTLS(url, c.CA); err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	return t, nil
@@ -293,18 +312,31 @@ func startNginx(ctx context.Context, sup *supervisor, o *options, upPort int, c 
 	if err != nil {
 		return nil, err
 	}
+	plainPort := 0
+	if o.plain {
+		if plainPort, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
 	conf := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConfig(prefix, port, upPort, c, version, !o.nginxClientCiphers)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxConfig(prefix, port, plainPort, upPort, c, version, !o.nginxClientCiphers)), 0o644); err != nil {
 		return nil, err
 	}
 	p, err := sup.start("nginx", o.server(o.nginx, "-p", prefix, "-e", filepath.Join(prefix, "error.log"), "-c", conf, "-g", "daemon off;"))
 	if err != nil {
 		return nil, err
 	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/", port)
 	t := &target{id: "nginx", label: fmt.Sprintf("nginx %d.%d.%d", version[0], version[1], version[2]), proc: p,
-		url: fmt.Sprintf("https://127.0.0.1:%d/", port)}
-	if err := waitReady(ctx, p, func() error { return checkTLS(t.url, c.CA) }); err != nil {
+		urls: map[string]string{"h1": url, "h2": url}}
+	if err := waitReady(ctx, p, func() error { return checkTLS(url, c.CA) }); err != nil {
 		return nil, fmt.Errorf("%w (error log: %s)", err, filepath.Join(prefix, "error.log"))
+	}
+	if plainPort != 0 {
+		t.urls["plain"] = fmt.Sprintf("http://127.0.0.1:%d/", plainPort)
+		if err := checkPlain(t.urls["plain"]); err != nil {
+			return nil, fmt.Errorf("nginx (plain HTTP): %w", err)
+		}
 	}
 	return t, nil
 }
@@ -323,9 +355,10 @@ func (o *options) measure(ctx context.Context, t *target, p protocol, d time.Dur
 	}
 	var s sample
 	var requests int64
+	url := t.urls[p.id]
 	switch p.id {
-	case "h1":
-		out, err := o.load(ctx, o.client(o.wrk, "-t1", fmt.Sprintf("-c%d", o.conns), fmt.Sprintf("-d%ds", secs), "--latency", t.url))
+	case "h1", "plain":
+		out, err := o.load(ctx, o.client(o.wrk, "-t1", fmt.Sprintf("-c%d", o.conns), fmt.Sprintf("-d%ds", secs), "--latency", url))
 		if err != nil {
 			return s, err
 		}
@@ -341,7 +374,7 @@ func (o *options) measure(ctx context.Context, t *target, p protocol, d time.Dur
 		logFile := filepath.Join(o.dir, "h2load.tsv")
 		defer os.Remove(logFile)
 		out, err := o.load(ctx, o.client(o.h2load, "-c", strconv.Itoa(o.h2Clients), "-m", strconv.Itoa(o.h2Streams),
-			"-D", strconv.Itoa(secs), "--log-file", logFile, t.url))
+			"-D", strconv.Itoa(secs), "--log-file", logFile, url))
 		if err != nil {
 			return s, err
 		}

@@ -56,10 +56,15 @@ func report(w io.Writer, o *options, targets []*target, results map[string][]sam
 	fmt.Fprintln(w, "| case | req/s | p50 | p99 | server CPU/req | upstream CPU/req | req/s vs nginx | p50 vs nginx | CPU/req vs nginx |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	var noisy []string
-	for _, p := range protocols {
+	rows := map[string]row{} // protocol id + " " + target id
+	for _, p := range o.protocols() {
 		ngx := summarize(results[p.id+" nginx"])
 		for _, t := range targets {
+			if t.urls[p.id] == "" {
+				continue
+			}
 			r := summarize(results[p.id+" "+t.id])
+			rows[p.id+" "+t.id] = r
 			vs := []string{"", "", ""}
 			if t.id != "nginx" {
 				vs = []string{ratio(r.rps, ngx.rps), ratio(float64(r.p50), float64(ngx.p50)), ratio(float64(r.cpu), float64(ngx.cpu))}
@@ -73,8 +78,12 @@ func report(w io.Writer, o *options, targets []*target, results map[string][]sam
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Medians of %d rounds of %ds per case, interleaved (order rotated each round), after a %ds warm-up run each.\n",
-		o.rounds, int(o.duration.Seconds()), int(o.warmup.Seconds()))
+	warm := "no warm-up run"
+	if o.warmup >= time.Second {
+		warm = fmt.Sprintf("after a %ds warm-up run each", int(o.warmup.Seconds()))
+	}
+	fmt.Fprintf(w, "Medians of %d round(s) of %ds per case, interleaved (order rotated each round), %s.\n",
+		o.rounds, int(o.duration.Seconds()), warm)
 	fmt.Fprintf(w, "HTTP/1.1: wrk -t1 -c%d --latency (wrk negotiates no ALPN: HTTP/1.1 over TLS, keep-alive). "+
 		"HTTP/2: h2load -t1 -c%d -m%d (%d streams), p50/p99 from its per-request log.\n",
 		o.conns, o.h2Clients, o.h2Streams, o.h2Clients*o.h2Streams)
@@ -86,10 +95,24 @@ func report(w io.Writer, o *options, targets []*target, results map[string][]sam
 	}
 	var ciphers []string
 	for _, t := range targets {
-		ciphers = append(ciphers, fmt.Sprintf("%s: %s", t.label, t.cipher))
+		if t.cipher != "" {
+			ciphers = append(ciphers, fmt.Sprintf("%s: %s", t.label, t.cipher))
+		}
 	}
 	fmt.Fprintf(w, "Negotiated (OpenSSL client): %s.\n", strings.Join(ciphers, "; "))
 	fmt.Fprintln(w, "server CPU/req: utime+stime of the server's processes (edge; nginx master and worker) over the run, per completed request; upstream CPU/req: the same for the upstream (the servers' CPU runs both).")
+	if o.plain {
+		// What TLS adds to each server's CPU per request, over its plain HTTP/1.1.
+		ep, np := rows["plain edge-plain"], rows["plain nginx"]
+		var parts []string
+		for _, p := range []protocol{{"h1", "HTTP/1.1"}, {"h2", "HTTP/2"}} {
+			e, n := rows[p.id+" edge"], rows[p.id+" nginx"]
+			parts = append(parts, fmt.Sprintf("%s over TLS: edge +%s, nginx +%s", p.label,
+				bench.FormatDuration(e.cpu-ep.cpu), bench.FormatDuration(n.cpu-np.cpu)))
+		}
+		fmt.Fprintf(w, "Server CPU/req added over plain HTTP/1.1 (edge %s, nginx %s; plain req/s edge/nginx %s): %s.\n",
+			bench.FormatDuration(ep.cpu), bench.FormatDuration(np.cpu), ratio(ep.rps, np.rps), strings.Join(parts, "; "))
+	}
 	if len(noisy) > 0 {
 		fmt.Fprintf(w, "\nWarning: req/s varied by more than 20%% over the rounds for %s: something else used the CPUs; compare CPU/req rather than req/s.\n",
 			strings.Join(noisy, ", "))

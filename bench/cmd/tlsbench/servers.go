@@ -143,16 +143,20 @@ func freePort() (int, error) {
 // edgeConfig: one legacy cell (the upstream), the static certificate, warnings only. accessLog
 // false sets log.access: false; true sets log.level: info, because edge writes its access log at
 // info and a warn level would drop it (access: true at level warn logs nothing).
-func edgeConfig(public, ops, upstream int, c certFiles, accessLog bool) string {
-	logLine := "log: {level: warn, format: json, access: false}"
-	if accessLog {
-		logLine = "log: {level: info, format: json, access: true}"
+// withTLS false leaves the tls section out: plain HTTP, the reference.
+func edgeConfig(public, ops, upstream int, c certFiles, withTLS, accessLog bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: {public: \"127.0.0.1:%d\", ops: \"127.0.0.1:%d\"}\n", public, ops)
+	fmt.Fprintf(&b, "cells: [{id: 1, url: \"http://127.0.0.1:%d\", legacy: true}]\n", upstream)
+	if withTLS {
+		fmt.Fprintf(&b, "tls: {static: {cert_file: %q, key_file: %q}}\n", c.Cert, c.Key)
 	}
-	return fmt.Sprintf(`listen: {public: "127.0.0.1:%d", ops: "127.0.0.1:%d"}
-cells: [{id: 1, url: "http://127.0.0.1:%d", legacy: true}]
-tls: {static: {cert_file: %q, key_file: %q}}
-%s
-`, public, ops, upstream, c.Cert, c.Key, logLine)
+	if accessLog {
+		b.WriteString("log: {level: info, format: json, access: true}\n")
+	} else {
+		b.WriteString("log: {level: warn, format: json, access: false}\n")
+	}
+	return b.String()
 }
 
 // nginxVersion reads `nginx -v` ("nginx version: nginx/1.22.1", on stderr).
@@ -185,8 +189,9 @@ func parseNginxVersion(s string) ([3]int, error) {
 // close the client's connection, and every new one is a full handshake. serverPrefers makes
 // nginx choose the TLS 1.3 cipher suite in the order Go's server does on hardware with AES
 // (AES-128-GCM first), instead of the client's (OpenSSL clients list AES-256-GCM first), so
-// that both servers run the same cipher.
-func nginxConfig(prefix string, port, upstream int, c certFiles, version [3]int, serverPrefers bool) string {
+// that both servers run the same cipher. plainPort, when not 0, is a second server, without TLS,
+// in the same worker: the reference.
+func nginxConfig(prefix string, port, plainPort, upstream int, c certFiles, version [3]int, serverPrefers bool) string {
 	listen := fmt.Sprintf("listen 127.0.0.1:%d ssl http2;", port)
 	if version[0] > 1 || (version[0] == 1 && (version[1] > 25 || (version[1] == 25 && version[2] >= 1))) {
 		listen = fmt.Sprintf("listen 127.0.0.1:%d ssl;\n        http2 on;", port)
@@ -195,6 +200,19 @@ func nginxConfig(prefix string, port, upstream int, c certFiles, version [3]int,
 	if serverPrefers {
 		ciphers = "\n        ssl_prefer_server_ciphers on;" +
 			"\n        ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256;"
+	}
+	plain := ""
+	if plainPort != 0 {
+		plain = fmt.Sprintf(`
+    server {
+        listen 127.0.0.1:%d;
+        keepalive_requests 1000000;
+        location / {
+            proxy_pass http://bench_upstream;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }`, plainPort)
 	}
 	return fmt.Sprintf(`worker_processes 1;
 error_log %[1]s/error.log warn;
@@ -223,9 +241,9 @@ http {
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
-    }
+    }%[8]s
 }
-`, prefix, port, upstream, listen, c.Cert, c.Key, ciphers)
+`, prefix, port, upstream, listen, c.Cert, c.Key, ciphers, plain)
 }
 
 // checkTLS fetches / over TLS, verifying the certificate with the bench CA, once with HTTP/1.1
@@ -265,6 +283,25 @@ func checkTLS(url string, caFile string) error {
 		case len(b) != upstreamBody:
 			return fmt.Errorf("%s %s: %d bytes, want %d", proto, url, len(b), upstreamBody)
 		}
+	}
+	return nil
+}
+
+// checkPlain wants 200 and the upstream's whole body from a plain-HTTP url.
+func checkPlain(url string) error {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return err
+	case resp.StatusCode != 200:
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	case len(b) != upstreamBody:
+		return fmt.Errorf("%s: %d bytes, want %d", url, len(b), upstreamBody)
 	}
 	return nil
 }
