@@ -385,6 +385,17 @@ func checkDeployedEdge(t *testing.T, all []deployManifest, cm deployManifest, ed
 	if need := preStop + cfg.Shutdown.Grace.Duration; termination <= need {
 		t.Errorf("terminationGracePeriodSeconds %v, want more than preStop + shutdown.grace = %v", termination, need)
 	}
+	// An app in front of which edge runs (the sidecar variant) keeps serving while edge drains.
+	for _, c := range pod["containers"].([]any) {
+		for _, a := range toStrings(dig(nil, c, "args")) {
+			if v, ok := strings.CutPrefix(a, "--shutdown-grace-period="); ok {
+				n, _ := strconv.Atoi(v)
+				if need := preStop + cfg.Shutdown.Grace.Duration; time.Duration(n)*time.Second <= need {
+					t.Errorf("container %v: %s, want more than edge's preStop + shutdown.grace = %v", dig(nil, c, "name"), a, need)
+				}
+			}
+		}
+	}
 
 	// Security: the container's settings, or the pod's where the container has none.
 	sec := func(key string) any {
