@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"os"
@@ -56,10 +57,33 @@ func newReloader(path string, o overrides, cfg *config.Config, rt *router, reg p
 	r.generation.Set(1)
 	r.reloads.WithLabelValues("ok")
 	r.reloads.WithLabelValues("error")
-	if data, err := os.ReadFile(path); err == nil {
-		r.sum = sha256.Sum256(data)
-	}
+	r.sum, _ = watchedSum(path, cfg)
 	return r, nil
+}
+
+// watchedSum is a digest of the files whose change starts a reload: the config file, and the
+// tls.static and internal.tls certificate and key (a rotated Secret reaches the pod as new files,
+// with no config change).
+func watchedSum(path string, cfg *config.Config) ([32]byte, error) {
+	h := sha256.New()
+	files := []string{path}
+	if cfg != nil && cfg.TLS != nil && cfg.TLS.Static != nil {
+		files = append(files, cfg.TLS.Static.CertFile, cfg.TLS.Static.KeyFile)
+	}
+	if cfg != nil && cfg.Internal.TLS != nil {
+		files = append(files, cfg.Internal.TLS.CertFile, cfg.Internal.TLS.KeyFile)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		s := sha256.Sum256(data)
+		h.Write(s[:])
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
 }
 
 // run reloads on SIGHUP, and when the file's content changes, whether it was written in place or
@@ -75,11 +99,14 @@ func (r *reloader) run(ctx context.Context, poll time.Duration) {
 		case <-r.hup:
 			r.reload("SIGHUP")
 		case <-tick.C:
-			data, err := os.ReadFile(r.path)
+			r.mu.Lock()
+			current := r.current
+			r.mu.Unlock()
+			sum, err := watchedSum(r.path, current)
 			if err != nil {
 				continue // mid-swap, or gone: the next tick or a SIGHUP tells
 			}
-			if sum := sha256.Sum256(data); !bytes.Equal(sum[:], r.sum[:]) {
+			if !bytes.Equal(sum[:], r.sum[:]) {
 				r.reload("file changed")
 			}
 		}
@@ -88,9 +115,9 @@ func (r *reloader) run(ctx context.Context, poll time.Duration) {
 
 func (r *reloader) reload(why string) {
 	log := r.rt.log.With("config", r.path, "trigger", why)
-	data, _ := os.ReadFile(r.path)
-	r.sum = sha256.Sum256(data)
 	cfg, err := loadConfig(r.path)
+	// The digest of what was read, whatever came of it: a bad file is not retried until it changes.
+	r.sum, _ = watchedSum(r.path, cmp.Or(cfg, r.current))
 	var next routeTable
 	if err == nil {
 		r.overrides.apply(cfg)

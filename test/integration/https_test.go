@@ -302,3 +302,39 @@ func lastRecord(cell *cellsim.Server, route string) cellsim.Record {
 	}
 	return last
 }
+
+// TestStaticCertificateRotation: the certificate and key files are replaced (as the kubelet does
+// with a rotated Secret), the config file is not: new handshakes get the new certificate.
+func TestStaticCertificateRotation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, b := writeKubePKI(t, t.TempDir()), writeKubePKI(t, t.TempDir())
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	copyFile := func(from, to string) {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, to, data)
+	}
+	copyFile(a.certFile, cert)
+	copyFile(a.keyFile, key)
+	e := startEdge(t, edgeConfig{
+		Cells:  []cellConfig{{ID: 1, URL: "http://127.0.0.1:9", Legacy: true}},
+		Tokens: tokensConfig{JobJWT: jobJWTConfig{Verify: false}},
+		TLS:    &tlsConfig{Static: &staticTLSConfig{CertFile: cert, KeyFile: key}},
+	})
+	if _, err := handshakeWith(e.PublicURL, a.caFile); err != nil {
+		t.Fatalf("the first certificate: %v", err)
+	}
+	// Both files swapped in one step, as a Secret volume's directory swap does.
+	next := t.TempDir()
+	copyFile(b.certFile, filepath.Join(next, "tls.crt"))
+	copyFile(b.keyFile, filepath.Join(next, "tls.key"))
+	os.Rename(filepath.Join(next, "tls.key"), key)
+	os.Rename(filepath.Join(next, "tls.crt"), cert)
+	waitUntil(t, 15*time.Second, "new handshakes to get the new certificate", func() bool {
+		_, err := handshakeWith(e.PublicURL, b.caFile)
+		return err == nil
+	})
+}
