@@ -34,6 +34,7 @@ type Listen struct {
 	Ops               string `yaml:"ops"`                // /metrics, /healthz, /readyz
 	Internal          string `yaml:"internal"`           // edge-to-edge; needed with a registry
 	AdvertiseInternal string `yaml:"advertise_internal"` // URL other edges reach Internal at
+	SSH               string `yaml:"ssh"`                // SSH into workspaces; empty: off
 }
 
 type Cell struct {

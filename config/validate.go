@@ -32,6 +32,12 @@ func (c *Config) validate(ch *checker) {
 	if c.Workspaces != nil {
 		c.Workspaces.validate(ch)
 	}
+	if c.Listen.SSH != "" {
+		checkHostPort(ch, "listen.ssh", c.Listen.SSH)
+		if c.Workspaces == nil || c.Workspaces.SSH == nil {
+			ch.add("listen.ssh", "needs workspaces.ssh (host_key_file, client_key_file)")
+		}
+	}
 	if c.Aggregation != nil {
 		c.Aggregation.validate(ch)
 	}

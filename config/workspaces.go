@@ -5,16 +5,31 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Workspaces serves workspace URLs https://<port>-<workspace>.<domain>/ through agent tunnels,
 // behind an OIDC login and an authorizer (workspaces.md).
 type Workspaces struct {
-	Domain       string     `yaml:"domain"`        // lower-cased by Validate
-	InsecureHTTP bool       `yaml:"insecure_http"` // development only: plain HTTP, no __Host- or Secure
-	OIDC         OIDC       `yaml:"oidc"`
-	Authorizer   Authorizer `yaml:"authorizer"`
-	Session      Session    `yaml:"session"`
+	Domain       string        `yaml:"domain"`        // lower-cased by Validate
+	InsecureHTTP bool          `yaml:"insecure_http"` // development only: plain HTTP, no __Host- or Secure
+	OIDC         OIDC          `yaml:"oidc"`
+	Authorizer   Authorizer    `yaml:"authorizer"`
+	Session      Session       `yaml:"session"`
+	SSH          *WorkspaceSSH `yaml:"ssh"` // required with listen.ssh
+}
+
+// WorkspaceSSH is the SSH front's keys: edge's own host key, and the key it logs in to workspaces'
+// sshd with (which they trust).
+type WorkspaceSSH struct {
+	HostKeyFile   string `yaml:"host_key_file"` // made absolute by Parse
+	HostKey       []byte `yaml:"-"`
+	ClientKeyFile string `yaml:"client_key_file"` // made absolute by Parse
+	ClientKey     []byte `yaml:"-"`
+	// AgentForwarding and RemoteForwarding pass those requests on; off unless set.
+	AgentForwarding  bool `yaml:"agent_forwarding"`
+	RemoteForwarding bool `yaml:"remote_forwarding"`
 }
 
 type OIDC struct {
@@ -62,6 +77,10 @@ func (w *Workspaces) readFiles(f *files) {
 	w.Authorizer.Secret = f.secret("workspaces.authorizer.secret_file", &w.Authorizer.SecretFile)
 	f.read("workspaces.authorizer.file", &w.Authorizer.File)
 	w.Session.Key = f.secret("workspaces.session.key_file", &w.Session.KeyFile)
+	if s := w.SSH; s != nil {
+		s.HostKey = f.read("workspaces.ssh.host_key_file", &s.HostKeyFile)
+		s.ClientKey = f.read("workspaces.ssh.client_key_file", &s.ClientKeyFile)
+	}
 }
 
 func (w *Workspaces) validate(ch *checker) {
@@ -102,6 +121,17 @@ func (w *Workspaces) validate(ch *checker) {
 		requireURL(ch, ap+".url", a.URL)
 		checkSecret(ch, ap+".secret_file", a.SecretFile, a.Secret, true, ": the HS256 secret edge signs its authorization requests with")
 		positive(ch, ap+".timeout", a.Timeout)
+	}
+
+	if s := w.SSH; s != nil {
+		for _, k := range []struct {
+			path string
+			data []byte
+		}{{p + ".ssh.host_key_file", s.HostKey}, {p + ".ssh.client_key_file", s.ClientKey}} {
+			if _, err := ssh.ParsePrivateKey(k.data); err != nil {
+				ch.add(k.path, "required: an unencrypted OpenSSH or PEM private key (%v)", err)
+			}
+		}
 	}
 
 	const sp = p + ".session"

@@ -32,6 +32,7 @@ var (
 	ErrPeerNotAllowed    = errors.New("holder address is not inside internal.peers")
 	ErrDraining          = errors.New("edge is shutting down")
 	ErrTooManyStreams    = errors.New("too many requests in flight to the agent")
+	ErrDialRefused       = errors.New("no stream to the agent's upstream")
 	errNotHere           = errors.New("holder answered not here")
 )
 

@@ -34,6 +34,7 @@ const (
 	upgradeNone      upgradeRule = iota
 	upgradeWebSocket             // WebSocket only (RFC 6455)
 	upgradeTunnel                // the agent tunnel's own protocol
+	upgradeInternal              // WebSocket, or a raw TCP stream to an agent's upstream (SSH)
 )
 
 // trusted tells whether the request comes from a peer whose forwarding headers are kept.
@@ -161,6 +162,11 @@ func upgrade(h http.Header, rule upgradeRule) {
 		want = "websocket"
 	case upgradeTunnel:
 		want = tunnel.UpgradeToken
+	case upgradeInternal:
+		want = "websocket"
+		if len(v) == 1 && equalFold(strings.TrimSpace(v[0]), tunnel.TCPUpgradeToken) {
+			return
+		}
 	}
 	if want != "" && len(v) == 1 && equalFold(strings.TrimSpace(v[0]), want) {
 		return

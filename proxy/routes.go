@@ -135,7 +135,9 @@ func (k RouteKind) upgradeRule() upgradeRule {
 	switch k {
 	case RouteAgentConnect:
 		return upgradeTunnel
-	case RouteLegacy, RouteGitLabAPI, RouteWorkspace, RouteAggregation, RouteInternal:
+	case RouteInternal:
+		return upgradeInternal
+	case RouteLegacy, RouteGitLabAPI, RouteWorkspace, RouteAggregation:
 		return upgradeWebSocket
 	}
 	return upgradeNone

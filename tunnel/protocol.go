@@ -13,6 +13,9 @@ const (
 	ConnectPath = "/-/agent/connect"
 	// UpgradeToken is the protocol named in the Upgrade header.
 	UpgradeToken = "edge-tunnel"
+	// TCPUpgradeToken asks the agent, on a request through the tunnel, for a raw TCP stream to
+	// the upstream port instead of an HTTP exchange (SSH to a workspace's sshd).
+	TCPUpgradeToken = "edge-tcp"
 	// InfoHeader carries the agent's AgentInfo as JSON on the connect request.
 	InfoHeader = "Edge-Agent-Info"
 	// ConnectionIDHeader carries the edge's id for the connection on the 101 answer.

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,7 +68,53 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, http.StatusForbidden, "port_not_allowed", fmt.Sprintf("port %d is not allowed by the agent", port))
 		return
 	}
+	if headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", TCPUpgradeToken) {
+		h.serveTCP(w, r, addr)
+		return
+	}
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
+}
+
+// serveTCP switches the stream to a raw TCP connection to addr: the answer is 101, then the bytes
+// of both ways, until either side closes.
+func (h *upstreamHandler) serveTCP(w http.ResponseWriter, r *http.Request, addr string) {
+	up, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(r.Context(), "tcp", addr)
+	if err != nil {
+		h.metrics.requests.WithLabelValues("upstream_error").Inc()
+		h.log.Info("upstream connect failed", "upstream", addr, "error", err)
+		h.writeError(w, http.StatusBadGateway, "upstream_unreachable", "agent could not reach its upstream")
+		return
+	}
+	defer up.Close()
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		h.writeError(w, http.StatusInternalServerError, "error", "the stream cannot be taken over")
+		return
+	}
+	defer conn.Close()
+	h.metrics.requests.WithLabelValues("tcp").Inc()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + TCPUpgradeToken + "\r\n\r\n")
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		if n := brw.Reader.Buffered(); n > 0 {
+			b, _ := brw.Reader.Peek(n)
+			up.Write(b)
+			brw.Reader.Discard(n)
+		}
+		io.Copy(up, conn)
+		if tc, ok := up.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		io.Copy(conn, up)
+		done <- struct{}{}
+	}()
+	<-done
 }
 
 func (h *upstreamHandler) upstreamError(w http.ResponseWriter, r *http.Request, err error) {

@@ -175,6 +175,12 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 	if !bytes.Equal(old.Internal.CA, next.Internal.CA) {
 		out = append(out, "internal.ca_file")
 	}
+	if old.Listen.SSH != next.Listen.SSH {
+		out = append(out, "listen.ssh")
+	}
+	if ow, nw := old.Workspaces, next.Workspaces; ow != nil && nw != nil && !reflect.DeepEqual(ow.SSH, nw.SSH) {
+		out = append(out, "workspaces.ssh")
+	}
 	if old.Agents.Wait != next.Agents.Wait {
 		out = append(out, "agents.wait")
 	}

@@ -85,6 +85,10 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 	if err != nil {
 		return err
 	}
+	sshd, err := buildSSH(cfg, rt, log, reg)
+	if err != nil {
+		return err
+	}
 	acmeCtx, stopACME := context.WithCancel(context.Background())
 	defer stopACME()
 	var redirect *http.Server
@@ -96,7 +100,7 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 3)
+	errc := make(chan error, 8)
 	serveIn := func(name string, srv *http.Server, ln net.Listener) {
 		log.Info("listening", "listener", name, "addr", ln.Addr().String())
 		go func() { errc <- serveOn(srv, ln) }()
@@ -152,6 +156,20 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 				return nil
 			},
 			stop: func(ctx context.Context) { stopACME(); shutdown(ctx, log, public, internal, redirect) }},
+		stage{name: "ssh listener",
+			start: func() error {
+				if sshd != nil {
+					log.Info("listening", "listener", "ssh", "addr", lns.ssh.Addr().String())
+					go func() { errc <- sshd.Serve(lns.ssh) }()
+				}
+				return nil
+			},
+			stop: func(ctx context.Context) {
+				if sshd != nil {
+					lns.ssh.Close()
+					sshd.Shutdown(ctx)
+				}
+			}},
 		stage{name: "ready",
 			start: func() error { h.ready.Store(true); return nil },
 			stop: func(ctx context.Context) {
@@ -181,7 +199,7 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 	return err
 }
 
-type listeners struct{ public, ops, internal, redirect net.Listener }
+type listeners struct{ public, ops, internal, redirect, ssh net.Listener }
 
 // openListeners opens every listener before anything starts, so a busy port fails at once.
 func openListeners(cfg *config.Config, withInternal bool) (listeners, error) {
@@ -199,6 +217,16 @@ func openListeners(cfg *config.Config, withInternal bool) (listeners, error) {
 			l.public.Close()
 			l.ops.Close()
 			return l, fmt.Errorf("listen.internal: %w", err)
+		}
+	}
+	if cfg.Listen.SSH != "" {
+		if l.ssh, err = listen(cfg.Listen.SSH, 0); err != nil {
+			for _, ln := range []net.Listener{l.public, l.ops, l.internal} {
+				if ln != nil {
+					ln.Close()
+				}
+			}
+			return l, fmt.Errorf("listen.ssh: %w", err)
 		}
 	}
 	if cfg.TLS != nil && cfg.TLS.RedirectHTTP != "" {

@@ -27,6 +27,7 @@ type workspaceParts struct {
 	// authorizer needs a restart.
 	cache     *workspaceauth.Cache
 	directory workspaceauth.Directory
+	ssh       workspaceauth.SSHAuthorizer // the same authorizer, for SSH logins
 }
 
 func buildWorkspaceParts(cfg *config.Config, agents *agentParts, log *slog.Logger, reg prometheus.Registerer) (*workspaceParts, error) {
@@ -47,13 +48,13 @@ func buildWorkspaceParts(cfg *config.Config, agents *agentParts, log *slog.Logge
 		if p.static, err = workspaceauth.NewStatic(w.Authorizer.File, log.With("component", "workspace authorizer")); err != nil {
 			return nil, usageError{fmt.Errorf("workspaces.authorizer.file: %w", err)}
 		}
-		authorizer, p.directory = p.static, p.static
+		authorizer, p.directory, p.ssh = p.static, p.static, p.static
 	} else {
 		h, err := workspaceauth.NewHTTP(workspaceauth.HTTPOptions{URL: w.Authorizer.URL, Secret: w.Authorizer.Secret, Timeout: w.Authorizer.Timeout.Duration})
 		if err != nil {
 			return nil, usageError{fmt.Errorf("workspaces.authorizer: %w", err)}
 		}
-		authorizer = h
+		authorizer, p.ssh = h, h
 	}
 	p.cache = workspaceauth.NewCache(authorizer, w.Session.Recheck.Duration, 100_000, m)
 	return p, nil
