@@ -85,37 +85,11 @@ type authzAnswer struct {
 // "allowed": false, and 403, deny; 404 is ErrNotFound; anything else, including a timeout, is
 // ErrUnavailable.
 func (h *HTTPAuthorizer) Authorize(ctx context.Context, user User, workspace string, port int) (Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	body, err := json.Marshal(authzRequest{User: user, Workspace: workspace, Port: port})
+	status, answer, err := h.post(ctx, authzRequest{User: user, Workspace: workspace, Port: port})
 	if err != nil {
-		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return Decision{}, err
 	}
-	token, err := h.token()
-	if err != nil {
-		return Decision{}, fmt.Errorf("%w: sign the request: %w", ErrUnavailable, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
-	if err != nil {
-		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	// Read what there is (bounded) whatever the status, so the connection can be used again.
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, authzMaxAnswer+1))
-	switch {
-	case err != nil:
-		return Decision{}, fmt.Errorf("%w: reading the answer: %w", ErrUnavailable, err)
-	case len(answer) > authzMaxAnswer:
-		return Decision{}, fmt.Errorf("%w: answer longer than %d bytes", ErrUnavailable, authzMaxAnswer)
-	}
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusOK:
 		return decodeAnswer(answer)
 	case http.StatusForbidden:
@@ -123,8 +97,44 @@ func (h *HTTPAuthorizer) Authorize(ctx context.Context, user User, workspace str
 	case http.StatusNotFound:
 		return Decision{}, fmt.Errorf("%w: %q", ErrNotFound, workspace)
 	default:
-		return Decision{}, fmt.Errorf("%w: status %d", ErrUnavailable, resp.StatusCode)
+		return Decision{}, fmt.Errorf("%w: status %d", ErrUnavailable, status)
 	}
+}
+
+// post sends question as JSON with the signed JWT, and reads the answer (bounded) whatever its
+// status, all within the timeout. An error wraps ErrUnavailable and says nothing of the question.
+func (h *HTTPAuthorizer) post(ctx context.Context, question any) (status int, answer []byte, err error) {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	body, err := json.Marshal(question)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	token, err := h.token()
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: sign the request: %w", ErrUnavailable, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	// Read what there is (bounded) whatever the status, so the connection can be used again.
+	answer, err = io.ReadAll(io.LimitReader(resp.Body, authzMaxAnswer+1))
+	switch {
+	case err != nil:
+		return 0, nil, fmt.Errorf("%w: reading the answer: %w", ErrUnavailable, err)
+	case len(answer) > authzMaxAnswer:
+		return 0, nil, fmt.Errorf("%w: answer longer than %d bytes", ErrUnavailable, authzMaxAnswer)
+	}
+	return resp.StatusCode, answer, nil
 }
 
 func decodeAnswer(answer []byte) (Decision, error) {
