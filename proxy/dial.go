@@ -19,8 +19,12 @@ import (
 // agents.wait. The stream is an HTTP upgrade (tunnel.TCPUpgradeToken) that every hop passes on;
 // here one end of an in-memory pipe takes the place of a client's connection.
 func (a *AgentRouter) Dial(ctx context.Context, agentID string, port int) (net.Conn, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://edge/", nil)
+	// ctx bounds the dial; the stream lives until its connection is closed (ReverseProxy ends an
+	// upgraded connection when the request's context ends).
+	streamCtx, endStream := context.WithCancel(context.WithoutCancel(ctx))
+	req, err := http.NewRequestWithContext(streamCtx, http.MethodGet, "http://edge/", nil)
 	if err != nil {
+		endStream()
 		return nil, err
 	}
 	req.RemoteAddr = "127.0.0.1:0"
@@ -36,10 +40,12 @@ func (a *AgentRouter) Dial(ctx context.Context, agentID string, port int) (net.C
 	select {
 	case <-w.hijacked:
 	case <-done:
+		endStream()
 		ours.Close()
 		theirs.Close()
 		return nil, fmt.Errorf("%w: %d %s", ErrDialRefused, w.status, strings.TrimSpace(w.body.String()))
 	case <-ctx.Done():
+		endStream()
 		ours.Close()
 		theirs.Close()
 		return nil, ctx.Err()
@@ -47,15 +53,17 @@ func (a *AgentRouter) Dial(ctx context.Context, agentID string, port int) (net.C
 	br := bufio.NewReader(ours)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
+		endStream()
 		ours.Close()
 		return nil, fmt.Errorf("%w: %w", ErrDialRefused, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		endStream()
 		ours.Close()
 		return nil, fmt.Errorf("%w: %d %s", ErrDialRefused, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
-	return &bufferedConn{Conn: ours, r: br}, nil
+	return &bufferedConn{Conn: ours, r: br, end: endStream}, nil
 }
 
 // pipeWriter is the response writer of a Dial: an error answer is kept for Dial to report, an
@@ -95,7 +103,14 @@ func (w *pipeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // bufferedConn reads first what the response reader had buffered past the 101.
 type bufferedConn struct {
 	net.Conn
-	r *bufio.Reader
+	r   *bufio.Reader
+	end context.CancelFunc
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *bufferedConn) Close() error {
+	err := c.Conn.Close()
+	c.end()
+	return err
+}

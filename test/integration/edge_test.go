@@ -42,6 +42,7 @@ type listenConfig struct {
 	Ops               string `yaml:"ops"`
 	Internal          string `yaml:"internal,omitempty"`
 	AdvertiseInternal string `yaml:"advertise_internal,omitempty"`
+	SSH               string `yaml:"ssh,omitempty"`
 }
 
 type registryConfig struct {

@@ -22,6 +22,7 @@ type workspacesConfig struct {
 	OIDC         oidcConfig       `yaml:"oidc"`
 	Authorizer   authorizerConfig `yaml:"authorizer"`
 	Session      sessionConfig    `yaml:"session"`
+	SSH          *wsSSHConfig     `yaml:"ssh,omitempty"`
 }
 
 type oidcConfig struct {
