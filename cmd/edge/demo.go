@@ -28,13 +28,19 @@ import (
 
 // cmdDemo runs edge on embedded defaults with two demo cells on loopback and prints what to try.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("demo", "demo [--listen 127.0.0.1:8080] [--ops 127.0.0.1:9090]", stderr)
+	fs := newFlagSet("demo", "demo [--listen 127.0.0.1:8080] [--ops 127.0.0.1:9090] [--ssh 127.0.0.1:2222]", stderr)
 	public := fs.String("listen", "127.0.0.1:8080", "edge's public address")
 	ops := fs.String("ops", "127.0.0.1:9090", "edge's ops address (/metrics, /readyz)")
+	sshAddr := fs.String("ssh", "127.0.0.1:2222", "edge's SSH address, when OpenSSH's sshd is installed for the demo workspace")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := probeDemoAddrs([]demoAddr{{"listen", *public}, {"ops", *ops}}); err != nil {
+	addrs := []demoAddr{{"listen", *public}, {"ops", *ops}}
+	_, sshdErr := os.Stat("/usr/sbin/sshd")
+	if sshdErr == nil {
+		addrs = append(addrs, demoAddr{"ssh", *sshAddr})
+	}
+	if err := probeDemoAddrs(addrs); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "edge-demo-")
@@ -68,9 +74,20 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	sshd, err := startDemoSSHD(ctx, dir)
+	if err != nil {
+		return err
+	}
+	authzFile, sshListen, sshKeys := demoWorkspaces, "", ""
+	if sshd != nil {
+		entry, users := sshd.authorizerEntry()
+		authzFile = "workspaces:\n  - name: demo\n    agent_id: demo-agent\n    users: [demo]\n" + entry + users
+		sshListen = fmt.Sprintf(", ssh: %q", *sshAddr)
+		sshKeys = fmt.Sprintf("  ssh: {host_key_file: %q, client_key_file: %q}\n", sshd.edgeKeyFile, sshd.clientKeyFile)
+	}
 	cfgPath := filepath.Join(dir, "edge.yaml")
 	yaml := fmt.Sprintf(`# edge demo config, written by 'edge demo'
-listen: {public: %[1]q, ops: %[2]q}
+listen: {public: %[1]q, ops: %[2]q%[9]s}
 cells:
   - {id: 1, url: %[3]q, legacy: true, id_ranges: ["1-1999999"]}
   - {id: 2, url: %[4]q, id_ranges: ["2000000-3999999"]}
@@ -88,12 +105,12 @@ workspaces:
   oidc: {issuer: %[7]q, client_id: edge, client_secret_file: oidc.secret, redirect_url: %[8]q}
   authorizer: {file: workspaces.yaml}
   session: {key_file: session.key, recheck: 10s}
-shutdown: {grace: 2s}
+%[10]sshutdown: {grace: 2s}
 log: {level: warn, format: text}
-`, *public, *ops, cell1.url, cell2.url, demoAgentWait, demoDomain, login.Issuer, redirect)
+`, *public, *ops, cell1.url, cell2.url, demoAgentWait, demoDomain, login.Issuer, redirect, sshListen, sshKeys)
 	agentKey, apiKey := demoSecret(), demoSecret()
 	files := map[string][]byte{"agent.key": agentKey, "gitlab-api.key": apiKey, "session.key": demoSecret(),
-		"oidc.secret": []byte(login.ClientSecret), "workspaces.yaml": []byte(demoWorkspaces)}
+		"oidc.secret": []byte(login.ClientSecret), "workspaces.yaml": []byte(authzFile)}
 	for name, secret := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), secret, 0o600); err != nil {
 			return err
@@ -128,7 +145,19 @@ log: {level: warn, format: text}
 	if err != nil {
 		return err
 	}
-	agent, err := newDemoAgent("http://"+*public, agentKey, workspacePort, log)
+	ports := []int{workspacePort}
+	sshStep := ""
+	if sshd != nil {
+		ports = append(ports, sshd.port)
+		host, port, _ := net.SplitHostPort(*sshAddr)
+		sshStep = fmt.Sprintf(`# 9. SSH into the workspace (its own sshd runs behind the agent); the password is the demo
+#    user's personal access token, %s:
+#    ssh -p %s demo@%s
+#    scp -P %s FILE demo@%s:/tmp/   and   sftp -P %s demo@%s   work the same way.
+
+`, sshd.token, port, host, port, host, port, host)
+	}
+	agent, err := newDemoAgent("http://"+*public, agentKey, ports, log)
 	if err != nil {
 		return err
 	}
@@ -139,7 +168,7 @@ log: {level: warn, format: text}
 	go runDemoAgent(ctx, agent, "http://"+*ops, func() {
 		printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
 			tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort,
-			workspaceURL: fmt.Sprintf("http://%d-demo.%s:%s/", workspacePort, demoDomain, publicPort)})
+			workspaceURL: fmt.Sprintf("http://%d-demo.%s:%s/", workspacePort, demoDomain, publicPort), ssh: sshStep})
 	})
 	return serve(ctx, cfg, cfgPath, overrides{}, log)
 }
@@ -203,6 +232,7 @@ type demoInfo struct {
 	jobID                                uint64
 	workspacePort                        int
 	workspaceURL                         string
+	ssh                                  string // step 9, when the demo workspace has an sshd
 }
 
 func demoSecret() []byte {
@@ -229,7 +259,7 @@ func startDemoWorkspace(ctx context.Context, log *slog.Logger) (int, error) {
 }
 
 // newDemoAgent is an agent in this process; it dials the edge like any other agent.
-func newDemoAgent(edgeURL string, key []byte, port int, log *slog.Logger) (*tunnel.Agent, error) {
+func newDemoAgent(edgeURL string, key []byte, ports []int, log *slog.Logger) (*tunnel.Agent, error) {
 	token, err := tokens.MintAgentToken(tokens.MintAgentOptions{Key: key, Algorithm: "HS256", Audience: tokens.DefaultAgentAudience,
 		AgentID: "demo-agent", ProjectID: "1", IssuedAt: time.Now(), ExpiresAt: time.Now().Add(24 * time.Hour)})
 	if err != nil {
@@ -240,7 +270,7 @@ func newDemoAgent(edgeURL string, key []byte, port int, log *slog.Logger) (*tunn
 		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
 		Token:      func(context.Context) (string, error) { return token, nil },
 		Info:       tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
-		Upstreams:  tunnel.AllowPorts(port),
+		Upstreams:  tunnel.AllowPorts(ports...),
 		MinBackoff: 200 * time.Millisecond,
 		Logger:     log,
 	})
@@ -318,12 +348,12 @@ curl -si %[1]s/-/api/v1/agents/nobody/proxy/%[8]d/ -H "$API"
 #    through the agent's tunnel. Without a session, edge sends a browser to log in first:
 curl -si %[10]s
 
-# Metrics and readiness:
+%[11]s# Metrics and readiness:
 curl -s %[6]s/metrics | grep ^edge_
 curl -s %[6]s/readyz
 
 Ctrl-C stops everything.
-`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops, d.apiToken, d.workspacePort, demoAgentWait, d.workspaceURL)
+`, d.edge, d.cfg, d.self, d.tok2, d.jobID, d.ops, d.apiToken, d.workspacePort, demoAgentWait, d.workspaceURL, d.ssh)
 }
 
 // demoAddr is an address the demo serves on and the flag that sets it.

@@ -28,7 +28,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("the demo prints curl commands; curl is needed to try them: %v", err)
 	}
 	public, ops := freeAddr(t), freeAddr(t)
-	demo, stdout := startDemo(t, "--listen", public, "--ops", ops)
+	demo, stdout := startDemo(t, "--listen", public, "--ops", ops, "--ssh", freeAddr(t))
 	waitUntil(t, 30*time.Second, "the demo to print what to try", func() bool {
 		select {
 		case <-demo.exited:
@@ -117,6 +117,17 @@ func TestDemo(t *testing.T) {
 		}
 	}
 
+	// Step 9, when sshd is installed (make deps installs it): the printed ssh command works.
+	if m := regexp.MustCompile(`personal access token, (\S+):\n#\s+ssh -p (\d+) demo@(\S+)`).FindStringSubmatch(stdout.String()); m != nil {
+		token, port, host := strings.TrimSuffix(m[1], ":"), m[2], m[3]
+		c := newSSHClient(t, net.JoinHostPort(host, port), "demo", token)
+		if out, stderr, code := c.run(t, "echo hi from the demo workspace"); code != 0 || out != "hi from the demo workspace\n" {
+			t.Errorf("step 9's ssh: exit %d %q %q", code, out, stderr)
+		}
+	} else if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
+		t.Errorf("sshd is installed but the demo printed no ssh step:\n%s", stdout.String())
+	}
+
 	if err := demo.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatalf("Ctrl-C: %v", err)
 	}
@@ -140,7 +151,7 @@ func TestDemoBusyPort(t *testing.T) {
 			addrs[flag] = busy.Addr().String()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, edgeBinaryPath(), "demo", "--listen", addrs["listen"], "--ops", addrs["ops"])
+			cmd := exec.CommandContext(ctx, edgeBinaryPath(), "demo", "--listen", addrs["listen"], "--ops", addrs["ops"], "--ssh", freeAddr(t))
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
