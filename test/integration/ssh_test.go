@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -244,3 +245,36 @@ func fileSHA(t *testing.T, path string) string {
 }
 
 var _ = exec.Command
+
+// TestSSHDrain: on SIGTERM edge stops taking SSH logins, an open session goes on within
+// shutdown.grace, and is closed when the grace is over.
+func TestSSHDrain(t *testing.T) {
+	t.Parallel()
+	e := newSSHEnv(t, 1)
+	c := newSSHClient(t, e.sshAddr[0], "alice", e.tokens["alice"])
+	p := c.interactive(t)
+	defer p.close()
+	p.send(t, "echo open=$((6*7))\n")
+	p.waitFor(t, "open=42", 20*time.Second)
+	start := time.Now()
+	if err := e.edges[0].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "new SSH logins to be refused", func() bool {
+		conn, err := net.DialTimeout("tcp", e.sshAddr[0], time.Second)
+		if err != nil {
+			return true
+		}
+		conn.Close()
+		return false
+	})
+	p.send(t, "echo still=$((7*7))\n")
+	p.waitFor(t, "still=49", 10*time.Second)
+	p.waitExit(t, 30*time.Second)
+	if d := time.Since(start); d < 4*time.Second {
+		t.Errorf("the session was closed %v after SIGTERM, before the 5 s grace", d)
+	}
+	if code, err := e.edges[0].wait(30 * time.Second); err != nil || code != 0 {
+		t.Errorf("edge exit: %d %v", code, err)
+	}
+}
