@@ -12,6 +12,7 @@ budget() {
   case "$1" in
     FuzzParse) echo $((default / 25)) ;;        # config: ~1k execs/s (YAML, files)
     FuzzInfoHeader) echo $((default / 5)) ;;    # tunnel: ~6k execs/s
+    FuzzStampFast) echo $((default / 5)) ;;     # aggregate: ~4k execs/s (decodes each input twice)
     FuzzAgentVerify|FuzzBodyToken) echo $((default / 2)) ;;
     *) echo "$default" ;;
   esac
