@@ -16,6 +16,7 @@ import (
 type Front struct {
 	routes  atomic.Pointer[Routes]
 	log     *slog.Logger
+	access  *slog.Logger // the access log: log unless UseAccessLog gave another
 	metrics *Metrics
 }
 
@@ -24,8 +25,11 @@ func NewFront(log *slog.Logger, metrics *Metrics) *Front {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Front{log: log, metrics: metrics}
+	return &Front{log: log, access: log, metrics: metrics}
 }
+
+// UseAccessLog writes access lines to l (a buffered output, say) instead of the front's log.
+func (f *Front) UseAccessLog(l *slog.Logger) { f.access = l }
 
 // Swap puts a new route table in force.
 func (f *Front) Swap(rt *Routes) error {
@@ -57,8 +61,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		upgrade(r.Header, m.kind.upgradeRule())
 		f.dispatch(rt, m.kind, rec, r)
 	}
-	if rt.AccessLog && f.log.Enabled(r.Context(), slog.LevelInfo) {
-		rec.logAccess(r.Context(), f.log, r, start)
+	if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
+		rec.logAccess(r.Context(), f.access, r, start)
 	}
 }
 
@@ -121,8 +125,8 @@ func (f *Front) InternalHandler() http.Handler {
 			upgrade(r.Header, RouteInternal.upgradeRule())
 			rt.Internal.ServeHTTP(rec, r)
 		}
-		if rt.AccessLog && f.log.Enabled(r.Context(), slog.LevelInfo) {
-			rec.logAccess(r.Context(), f.log, r, start)
+		if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
+			rec.logAccess(r.Context(), f.access, r, start)
 		}
 	})
 }

@@ -170,7 +170,7 @@ log: {level: warn, format: text}
 			tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort,
 			workspaceURL: fmt.Sprintf("http://%d-demo.%s:%s/", workspacePort, demoDomain, publicPort), ssh: sshStep})
 	})
-	return serve(ctx, cfg, cfgPath, overrides{}, log)
+	return serve(ctx, cfg, cfgPath, overrides{}, log, stderr)
 }
 
 // demoAgentWait is agents.wait in the demo: long enough to see edge wait for an agent that is

@@ -29,7 +29,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	o.apply(cfg)
 	log := newLogger(cfg.Log, stderr)
-	return serve(ctx, cfg, *path, o, log)
+	return serve(ctx, cfg, *path, o, log, stderr)
 }
 
 // overrides are what flags set over the config file, applied again on every reload.
@@ -46,7 +46,7 @@ func (o overrides) apply(cfg *config.Config) {
 // serve runs until ctx ends (SIGTERM/SIGINT), then drains: /readyz turns 503, registry entries
 // go, the public listener stops accepting, and requests in flight, long polls included, get up to
 // shutdown.grace to finish. Its parts start as stages and stop in reverse.
-func serve(ctx context.Context, cfg *config.Config, path string, o overrides, log *slog.Logger) error {
+func serve(ctx context.Context, cfg *config.Config, path string, o overrides, log *slog.Logger, logOut io.Writer) error {
 	reg := newRegistry()
 	rt, err := buildRouter(cfg, log, reg)
 	if err != nil {
@@ -57,6 +57,12 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 		return err
 	}
 	logStartup(log, cfg, path)
+	// Access lines are batched (flushed every 100 ms and at exit): a write per request cost more
+	// than the line itself. The stage below flushes them last.
+	logCtx, stopLog := context.WithCancel(context.Background())
+	accessOut := newLineBuffer(logCtx, logOut, 100*time.Millisecond)
+	defer func() { stopLog(); accessOut.Flush() }()
+	rt.front.UseAccessLog(newLogger(cfg.Log, accessOut))
 	h := &health{}
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	public := &http.Server{

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"sync"
+	"time"
+)
+
+// lineBuffer batches whole log lines into few writes: the access log writes one line per request,
+// and a write system call per line cost more than formatting it. Lines reach the output within
+// every (and all of them on Close).
+type lineBuffer struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func newLineBuffer(ctx context.Context, out io.Writer, every time.Duration) *lineBuffer {
+	b := &lineBuffer{w: bufio.NewWriterSize(out, 64<<10)}
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				b.Flush()
+				return
+			case <-t.C:
+				b.Flush()
+			}
+		}
+	}()
+	return b
+}
+
+// Write takes one whole line (a slog handler writes each record in one call).
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.w.Write(p)
+}
+
+func (b *lineBuffer) Flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.w.Flush()
+}
