@@ -38,6 +38,7 @@ bench:
 	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
 	$(GO) run ./bench/cmd/wsbench
 	$(GO) run ./bench/cmd/tlsbench
+	./scripts/deps.sh sshd=openssh-server && $(GO) run ./bench/cmd/sshbench
 
 clean:
 	rm -rf bin
