@@ -126,7 +126,7 @@ func TestSSHHarness(t *testing.T) {
 		p.waitFor(t, "30 100", 10*time.Second)
 		p.send(t, "exit 7\n")
 		if code := p.waitExit(t, 10*time.Second); code != 7 {
-			t.Errorf("exit 7 in the shell: ssh exited %d, want 7", code)
+			t.Errorf("exit 7 in the shell: ssh exited %d, want 7; screen:\n%s", code, p.screen(t))
 		}
 	})
 

@@ -376,6 +376,7 @@ func tcpListening(t *testing.T, addr string) bool {
 // detached window. The window stays after ssh exits, so its last screen and exit status remain.
 type ptySession struct {
 	socket    string
+	exitFile  string
 	closeOnce sync.Once
 }
 
@@ -391,11 +392,14 @@ func (c *sshClient) interactiveCommand(t *testing.T, remote ...string) *ptySessi
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "tmux.conf")
 	writeFile(t, conf, []byte("set -g remain-on-exit on\nset -g history-limit 10000\nset -g status off\n"))
-	p := &ptySession{socket: filepath.Join(dir, "tmux.sock")}
-	quoted := []string{"exec", "ssh"}
+	p := &ptySession{socket: filepath.Join(dir, "tmux.sock"), exitFile: filepath.Join(dir, "exit")}
+	// ssh's status goes to a file, not through tmux: a pane's status is lost when ssh, as the
+	// pty's session leader, is hung up as it exits (tmux 3.3 then shows none).
+	quoted := []string{"ssh"}
 	for _, a := range c.sshArgs([]string{"-tt"}, remote) {
 		quoted = append(quoted, shellQuote(a))
 	}
+	quoted = append(quoted, ";", "echo", "$?", ">", shellQuote(p.exitFile))
 	args := []string{"-S", p.socket, "-f", conf, "new-session", "-d", "-s", "s", "-x", "80", "-y", "24"}
 	for _, kv := range c.env() {
 		if strings.HasPrefix(kv, "SSH_ASKPASS") {
@@ -455,9 +459,15 @@ func (p *ptySession) state() (screen string, dead bool, status int, err error) {
 	if i < 0 {
 		return out, false, 0, fmt.Errorf("tmux state: %q", out)
 	}
-	var d int
-	fmt.Sscanf(out[i+2:], "%d %d", &d, &status)
-	return out[:i], d == 1, status, nil
+	if !strings.HasPrefix(out[i+2:], "1") {
+		return out[:i], false, 0, nil
+	}
+	code, err := os.ReadFile(p.exitFile)
+	if err != nil {
+		return out[:i], false, 0, fmt.Errorf("the pane ended without ssh's status: %w", err)
+	}
+	status, err = strconv.Atoi(strings.TrimSpace(string(code)))
+	return out[:i], true, status, err
 }
 
 // screen is what the terminal shows, with its scrollback.
