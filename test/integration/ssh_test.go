@@ -102,6 +102,19 @@ func TestSSHIntoWorkspace(t *testing.T) {
 			t.Errorf("exit 3: exit %d", code)
 		}
 	})
+	t.Run("AES-GCM only between user and edge", func(t *testing.T) {
+		verbose := newSSHClient(t, e.sshAddr[0], "alice", e.tokens["alice"], withSSHOptions("-v"))
+		_, errOut, code := verbose.run(t, "true")
+		if code != 0 || !strings.Contains(errOut, "kex: server->client cipher: aes128-gcm@openssh.com") {
+			t.Errorf("ssh -v with OpenSSH's defaults: exit %d, want 0 and aes128-gcm negotiated:\n%s", code, errOut)
+		}
+		chacha := newSSHClient(t, e.sshAddr[0], "alice", e.tokens["alice"],
+			withSSHOptions("-v", "-o", "Ciphers=chacha20-poly1305@openssh.com"))
+		_, errOut, code = chacha.run(t, "true")
+		if code != 255 || !strings.Contains(errOut, "no matching cipher found") {
+			t.Errorf("a client with chacha20-poly1305 only: exit %d, want 255 and no matching cipher:\n%s", code, errOut)
+		}
+	})
 	t.Run("interactive shell sees window-change", func(t *testing.T) {
 		p := c.interactive(t)
 		defer p.close()
