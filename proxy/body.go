@@ -65,7 +65,7 @@ func replay(r *http.Request, prefix bodyPrefix) {
 		return
 	}
 	if prefix.complete {
-		r.Body = &replayBody{Reader: bytes.NewReader(prefix.data), closer: r.Body}
+		r.Body = &replayBody{Reader: bytes.NewReader(prefix.data), closer: r.Body, inMemory: true}
 		return
 	}
 	r.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(prefix.data), r.Body), closer: r.Body}
@@ -74,6 +74,8 @@ func replay(r *http.Request, prefix bodyPrefix) {
 type replayBody struct {
 	io.Reader
 	closer io.Closer
+	// inMemory: the whole body is in Reader, so sending it never waits on the client.
+	inMemory bool
 }
 
 func (b *replayBody) Close() error { return b.closer.Close() }

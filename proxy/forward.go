@@ -35,8 +35,8 @@ func (t *target) requests(kind TrafficKind, status int) prometheus.Counter {
 func (p *Proxy) newTargets(o Options) map[uint64]*target {
 	plainTransport, longPollTransport := o.Transport, o.Transport
 	if o.Transport == nil {
-		plain, longPoll := newTransport(o.DialTimeout, o.UpstreamTimeout), newTransport(o.DialTimeout, o.LongPollTimeout)
-		p.transports = []*http.Transport{plain, longPoll}
+		plain, longPoll := newCellTransport(o.DialTimeout, o.UpstreamTimeout), newCellTransport(o.DialTimeout, o.LongPollTimeout)
+		p.transports = []*inlineTransport{plain, longPoll}
 		plainTransport, longPollTransport = plain, longPoll
 	}
 	buffers := &bufferPool{}
@@ -69,8 +69,12 @@ func (p *Proxy) CloseIdleConnections() {
 	}
 }
 
-func newTransport(dialTimeout, responseHeaderTimeout time.Duration) *http.Transport {
+func newCellTransport(dialTimeout, responseHeaderTimeout time.Duration) *inlineTransport {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return newInlineTransport(newTransport(dialer, dialTimeout, responseHeaderTimeout), dialer, responseHeaderTimeout)
+}
+
+func newTransport(dialer *net.Dialer, dialTimeout, responseHeaderTimeout time.Duration) *http.Transport {
 	return &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
@@ -91,6 +95,11 @@ func (p *Proxy) reverseProxy(cell *discovery.Cell, label string, transport http.
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(cell.URL)
+			// ReverseProxy hides the body behind its own wrapper; a body edge already holds
+			// whole is handed on as is, so the cell transport can send it inline.
+			if b, ok := pr.In.Body.(*replayBody); ok && b.inMemory && pr.Out.Body != nil {
+				pr.Out.Body = b
+			}
 			if cell.PreserveHost {
 				pr.Out.Host = pr.In.Host
 			}

@@ -42,10 +42,6 @@ func peerAllowed(peers []netip.Prefix, addr string) bool {
 // the check runs on the address actually dialled, after name resolution, so neither a poisoned
 // registry entry nor a DNS answer can send an internal JWT or a request anywhere else.
 func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration, tlsConfig *tls.Config) *http.Transport {
-	t := newTransport(dialTimeout, 0)
-	if tlsConfig != nil {
-		t.TLSClientConfig = tlsConfig.Clone()
-	}
 	dialer := &net.Dialer{
 		Timeout:   dialTimeout,
 		KeepAlive: 30 * time.Second,
@@ -56,6 +52,9 @@ func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration, tlsConfig
 			return nil
 		},
 	}
-	t.DialContext = dialer.DialContext
+	t := newTransport(dialer, dialTimeout, 0)
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig.Clone()
+	}
 	return t
 }

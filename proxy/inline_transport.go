@@ -1,0 +1,290 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// inlineTransport carries a plain-HTTP request to a cell on the goroutine that asks: it writes
+// the request and reads the answer's head itself, where http.Transport hands each request to a
+// connection's writer and reader goroutines and back (two wake-ups per request, most of the cost
+// of a small proxied request on a busy CPU). It takes only requests whose body is absent or
+// already in memory and that expect nothing unusual of the connection; everything else (TLS
+// cells, streamed uploads, Expect: 100-continue, upgrades) goes to the fallback transport.
+//
+// It never sends a request twice: a connection found closed before use is dropped, and an
+// error after the request was written is the caller's answer.
+type inlineTransport struct {
+	fallback              *http.Transport
+	dialer                *net.Dialer
+	responseHeaderTimeout time.Duration
+	idleTimeout           time.Duration
+	maxIdlePerHost        int
+
+	mu   sync.Mutex
+	idle map[string][]*inlineConn // by host:port, most recently used last
+}
+
+type inlineConn struct {
+	net.Conn
+	t      *inlineTransport
+	key    string
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	idleAt time.Time
+}
+
+func newInlineTransport(fallback *http.Transport, dialer *net.Dialer, responseHeaderTimeout time.Duration) *inlineTransport {
+	return &inlineTransport{
+		fallback:              fallback,
+		dialer:                dialer,
+		responseHeaderTimeout: responseHeaderTimeout,
+		idleTimeout:           fallback.IdleConnTimeout,
+		maxIdlePerHost:        fallback.MaxIdleConnsPerHost,
+		idle:                  map[string][]*inlineConn{},
+	}
+}
+
+func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.takes(req) {
+		return t.fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	for attempt := 0; ; attempt++ {
+		c, reused, err := t.conn(ctx, req.URL.Host)
+		if err != nil {
+			return nil, err
+		}
+		// A canceled request (the client went away) unblocks whatever the connection is doing.
+		stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+		resp, err := c.roundTrip(req, t.responseHeaderTimeout)
+		if err != nil {
+			stop()
+			c.Close()
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, fmt.Errorf("%w: %w", ctxErr, err)
+			}
+			// The cell closed a kept-alive connection as the request went out: only a request
+			// that is safe to send twice and has no body to replay goes again, once, on a new
+			// connection, as http.Transport does.
+			if reused && attempt == 0 && replayable(req) && closedByPeer(err) {
+				continue
+			}
+			return nil, err
+		}
+		reusable := !resp.Close && !req.Close
+		if resp.Body == http.NoBody {
+			c.release(stop, reusable)
+			return resp, nil
+		}
+		resp.Body = &inlineBody{rc: resp.Body, c: c, stop: stop, reusable: reusable}
+		return resp, nil
+	}
+}
+
+func replayable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody {
+		return false
+	}
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, keyed := req.Header["Idempotency-Key"]
+	return keyed
+}
+
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// takes says whether the request can be carried inline: plain HTTP/1.1 to the cell, no upgrade,
+// no 100-continue, and a body that is absent or wholly in memory (so that writing it never waits
+// on the client).
+func (t *inlineTransport) takes(req *http.Request) bool {
+	if req.URL.Scheme != "http" || req.Header.Get("Expect") != "" || req.Header.Get("Upgrade") != "" {
+		return false
+	}
+	switch b := req.Body.(type) {
+	case nil:
+		return true
+	case *replayBody:
+		return b.inMemory
+	}
+	return req.Body == http.NoBody
+}
+
+func (c *inlineConn) roundTrip(req *http.Request, headerTimeout time.Duration) (*http.Response, error) {
+	if err := req.Write(c.bw); err != nil {
+		return nil, err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return nil, err
+	}
+	if headerTimeout > 0 {
+		c.SetReadDeadline(time.Now().Add(headerTimeout))
+	}
+	for {
+		// ReadResponse turns a connection closed before the answer began into ErrUnexpectedEOF;
+		// the first byte is awaited here so that this case stays io.EOF (closedByPeer).
+		if _, err := c.br.Peek(1); err != nil {
+			return nil, err
+		}
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				resp.Body.Close()
+				return nil, errors.New("cell switched protocols without being asked")
+			}
+			if headerTimeout > 0 {
+				c.SetReadDeadline(time.Time{})
+			}
+			return resp, nil
+		}
+		// 1xx informational answers (103 Early Hints) go to the client as http.Transport passes
+		// them, through the trace ReverseProxy installs.
+		if trace := httptrace.ContextClientTrace(req.Context()); trace != nil && trace.Got1xxResponse != nil {
+			if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// release puts the connection back for the next request once its answer is wholly read, or
+// closes it when the answer said so or was not read to its end.
+func (c *inlineConn) release(stop func() bool, reusable bool) {
+	if !stop() || !reusable {
+		c.Close()
+		return
+	}
+	c.t.put(c)
+}
+
+// conn is an idle connection to key that is still open, or a new one.
+func (t *inlineTransport) conn(ctx context.Context, key string) (c *inlineConn, reused bool, err error) {
+	for c = t.get(key); c != nil; c = t.get(key) {
+		if time.Since(c.idleAt) < t.idleTimeout && c.alive() {
+			return c, true, nil
+		}
+		c.Close()
+	}
+	nc, err := t.dialer.DialContext(ctx, "tcp", key)
+	if err != nil {
+		return nil, false, err
+	}
+	return &inlineConn{Conn: nc, t: t, key: key, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}, false, nil
+}
+
+// get takes the most recently used idle connection to key.
+func (t *inlineTransport) get(key string) *inlineConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	conns := t.idle[key]
+	if len(conns) == 0 {
+		return nil
+	}
+	c := conns[len(conns)-1]
+	conns[len(conns)-1] = nil
+	t.idle[key] = conns[:len(conns)-1]
+	return c
+}
+
+func (t *inlineTransport) put(c *inlineConn) {
+	c.idleAt = time.Now()
+	t.mu.Lock()
+	conns := t.idle[c.key]
+	// The oldest are first: drop those past the idle timeout, and one more when full.
+	drop := 0
+	for drop < len(conns) && (c.idleAt.Sub(conns[drop].idleAt) >= t.idleTimeout || len(conns)-drop >= t.maxIdlePerHost) {
+		drop++
+	}
+	stale := append([]*inlineConn(nil), conns[:drop]...)
+	conns = append(conns[:0], conns[drop:]...)
+	t.idle[c.key] = append(conns, c)
+	t.mu.Unlock()
+	for _, s := range stale {
+		s.Close()
+	}
+}
+
+// alive says whether an idle connection is still open and quiet: a cell that closed it, or sent
+// bytes nobody asked for, must not get the next request. One non-blocking peek at the socket.
+func (c *inlineConn) alive() bool {
+	if c.br.Buffered() > 0 {
+		return false
+	}
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var buf [1]byte
+	alive := false
+	err = raw.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+		return true
+	})
+	return err == nil && alive
+}
+
+// CloseIdleConnections closes the idle connections of both transports.
+func (t *inlineTransport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = map[string][]*inlineConn{}
+	t.mu.Unlock()
+	for _, conns := range idle {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	t.fallback.CloseIdleConnections()
+}
+
+// inlineBody hands the connection back when the answer has been read to its end.
+type inlineBody struct {
+	rc       io.ReadCloser
+	c        *inlineConn
+	stop     func() bool
+	reusable bool
+	done     bool
+}
+
+func (b *inlineBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.done = true
+		b.c.release(b.stop, b.reusable)
+	}
+	return n, err
+}
+
+func (b *inlineBody) Close() error {
+	if b.done {
+		return nil
+	}
+	b.done = true
+	b.stop()
+	return b.c.Close()
+}

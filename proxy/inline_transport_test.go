@@ -1,0 +1,303 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingServer is an httptest server that counts the TCP connections it accepted.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	conns := &atomic.Int64{}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, conns
+}
+
+func get(t *testing.T, rt http.RoundTripper, ctx context.Context, url string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt.RoundTrip(req)
+}
+
+func TestInlineKeepsOneConnectionForSequentialRequests(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello "+r.URL.Path)
+	})
+	rt := newCellTransport(time.Second, 5*time.Second)
+	for i := range 20 {
+		resp, err := get(t, rt, context.Background(), srv.URL+"/n")
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "hello /n" {
+			t.Fatalf("request %d: body %q", i, body)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("20 sequential requests used %d connections, want 1", n)
+	}
+	if n := len(rt.idle[strings.TrimPrefix(srv.URL, "http://")]); n != 1 {
+		t.Errorf("%d idle inline connections, want 1 (the requests went to the fallback?)", n)
+	}
+}
+
+func TestInlineAnswerNotReadToItsEndIsNotReused(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10)
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write(big)
+	})
+	rt := newCellTransport(time.Second, 5*time.Second)
+	resp, err := get(t, rt, context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadFull(resp.Body, make([]byte, 10))
+	resp.Body.Close()
+	resp, err = get(t, rt, context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !bytes.Equal(body, big) {
+		t.Fatalf("second answer: %d bytes (%v), want the %d sent", len(body), err, len(big))
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the half-read one must be closed", n)
+	}
+}
+
+// flakyCell answers the first request of each connection and closes the connection on the
+// second without answering, as a cell closing an idle keep-alive connection just as a request
+// arrives. It counts the requests it read by method.
+func flakyCell(t *testing.T) (string, func(method string) int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	seen := map[string]int{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					mu.Lock()
+					seen[req.Method]++
+					mu.Unlock()
+					if i == 1 {
+						return
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), func(method string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[method]
+	}
+}
+
+func TestInlineNeverSendsAPostTwice(t *testing.T) {
+	addr, seen := flakyCell(t)
+	rt := newCellTransport(time.Second, 5*time.Second)
+	post := func() (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v4/jobs/request", nil)
+		req.Body = &replayBody{Reader: strings.NewReader(`{"token":"x"}`), closer: io.NopCloser(nil), inMemory: true}
+		req.ContentLength = 13
+		return rt.RoundTrip(req)
+	}
+	resp, err := post()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if _, err := post(); err == nil {
+		t.Fatal("a POST the cell dropped unanswered succeeded")
+	}
+	if n := seen(http.MethodPost); n != 2 {
+		t.Errorf("the cell read %d POSTs, want 2 (one each, never a retry)", n)
+	}
+}
+
+func TestInlineRetriesAGetOnceOnANewConnection(t *testing.T) {
+	addr, seen := flakyCell(t)
+	rt := newCellTransport(time.Second, 5*time.Second)
+	for i := range 2 {
+		resp, err := get(t, rt, context.Background(), "http://"+addr+"/")
+		if err != nil {
+			t.Fatalf("GET %d: %v", i, err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if n := seen(http.MethodGet); n != 3 {
+		t.Errorf("the cell read %d GETs, want 3 (the dropped one once more)", n)
+	}
+}
+
+func TestInlineDropsAConnectionTheCellClosedWhileIdle(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	rt := newCellTransport(time.Second, 5*time.Second)
+	for i := range 2 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("POST %d: %v", i, err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.CloseClientConnections()
+		for deadline := time.Now().Add(5 * time.Second); idleAlive(rt, srv.URL) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+func TestInlineCancelEndsTheHeldRequest(t *testing.T) {
+	ended := make(chan struct{})
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		close(ended)
+	})
+	rt := newCellTransport(time.Second, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := get(t, rt, ctx, srv.URL)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled request: %v, want context.Canceled", err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cell's request went on after the client canceled")
+	}
+}
+
+func TestInlineResponseHeaderTimeoutIs504(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	rt := newCellTransport(time.Second, 100*time.Millisecond)
+	_, err := get(t, rt, context.Background(), srv.URL)
+	if status, cause := statusOf(err); status != http.StatusGatewayTimeout || cause != "timeout" {
+		t.Errorf("no answer within the timeout: %v maps to %d %s, want 504 timeout", err, status, cause)
+	}
+}
+
+func TestInlinePassesInformationalAnswersAndTrailers(t *testing.T) {
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</a.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Trailer", "X-Sum")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "body")
+		w.Header().Set("X-Sum", "42")
+	})
+	rt := newCellTransport(time.Second, 5*time.Second)
+	var hints []int
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			if h.Get("Link") != "" {
+				hints = append(hints, code)
+			}
+			return nil
+		},
+	})
+	resp, err := get(t, rt, ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "body" || resp.Trailer.Get("X-Sum") != "42" {
+		t.Errorf("got body %q, trailer %q; want body and X-Sum 42", body, resp.Trailer.Get("X-Sum"))
+	}
+	if len(hints) != 1 || hints[0] != http.StatusEarlyHints {
+		t.Errorf("1xx answers seen %v, want one 103 with its Link", hints)
+	}
+}
+
+func TestInlineTakesOnlyWhatItCanCarry(t *testing.T) {
+	rt := newCellTransport(time.Second, time.Second)
+	streamed, _ := http.NewRequest(http.MethodPost, "http://cell/", io.NopCloser(strings.NewReader("x")))
+	inMemory, _ := http.NewRequest(http.MethodPost, "http://cell/", nil)
+	inMemory.Body = &replayBody{Reader: strings.NewReader("x"), closer: io.NopCloser(nil), inMemory: true}
+	partly, _ := http.NewRequest(http.MethodPost, "http://cell/", nil)
+	partly.Body = &replayBody{Reader: strings.NewReader("x"), closer: io.NopCloser(nil)}
+	expect, _ := http.NewRequest(http.MethodPost, "http://cell/", nil)
+	expect.Header.Set("Expect", "100-continue")
+	upgrade, _ := http.NewRequest(http.MethodGet, "http://cell/", nil)
+	upgrade.Header.Set("Upgrade", "websocket")
+	tlsCell, _ := http.NewRequest(http.MethodGet, "https://cell/", nil)
+	plain, _ := http.NewRequest(http.MethodGet, "http://cell/", nil)
+	for name, c := range map[string]struct {
+		req  *http.Request
+		want bool
+	}{
+		"no body": {plain, true}, "body in memory": {inMemory, true}, "streamed body": {streamed, false},
+		"body partly read": {partly, false}, "100-continue": {expect, false}, "upgrade": {upgrade, false},
+		"https cell": {tlsCell, false},
+	} {
+		if got := rt.takes(c.req); got != c.want {
+			t.Errorf("%s: inline %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+// idleAlive says whether the transport holds an idle connection to url that still looks open.
+func idleAlive(rt *inlineTransport, url string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	conns := rt.idle[strings.TrimPrefix(url, "http://")]
+	return len(conns) > 0 && conns[len(conns)-1].alive()
+}
