@@ -36,7 +36,7 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 	plainTransport, longPollTransport := o.Transport, o.Transport
 	if o.Transport == nil {
 		plain, longPoll := newCellTransport(o.DialTimeout, o.UpstreamTimeout), newCellTransport(o.DialTimeout, o.LongPollTimeout)
-		p.transports = []*inlineTransport{plain, longPoll}
+		p.transports = []*InlineTransport{plain, longPoll}
 		plainTransport, longPollTransport = plain, longPoll
 	}
 	buffers := &bufferPool{}
@@ -69,9 +69,9 @@ func (p *Proxy) CloseIdleConnections() {
 	}
 }
 
-func newCellTransport(dialTimeout, responseHeaderTimeout time.Duration) *inlineTransport {
+func newCellTransport(dialTimeout, responseHeaderTimeout time.Duration) *InlineTransport {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return newInlineTransport(newTransport(dialer, dialTimeout, responseHeaderTimeout), dialer, responseHeaderTimeout)
+	return NewInlineTransport(newTransport(dialer, dialTimeout, responseHeaderTimeout))
 }
 
 func newTransport(dialer *net.Dialer, dialTimeout, responseHeaderTimeout time.Duration) *http.Transport {

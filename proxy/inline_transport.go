@@ -15,21 +15,25 @@ import (
 	"time"
 )
 
-// inlineTransport carries a plain-HTTP request to a cell on the goroutine that asks: it writes
-// the request and reads the answer's head itself, where http.Transport hands each request to a
-// connection's writer and reader goroutines and back (two wake-ups per request, most of the cost
+// InlineTransport carries a plain-HTTP/1.1 request on the goroutine that asks: it writes the
+// request and reads the answer's head itself, where http.Transport hands each request to a
+// connection's writer and reader goroutines and back (two wake-ups per request, much of the cost
 // of a small proxied request on a busy CPU). It takes only requests whose body is absent or
-// already in memory and that expect nothing unusual of the connection; everything else (TLS
-// cells, streamed uploads, Expect: 100-continue, upgrades) goes to the fallback transport.
+// already in memory and that expect nothing unusual of the connection; everything else (TLS,
+// streamed uploads, Expect: 100-continue, upgrades) goes to the fallback transport, whose dialer,
+// timeouts, idle limits and buffer sizes it shares. It serves edge's cells, and through
+// cmd/edge the agent tunnels' two hops (edge to agent streams, agent to its upstreams).
 //
-// It never sends a request twice: a connection found closed before use is dropped, and an
-// error after the request was written is the caller's answer.
-type inlineTransport struct {
+// It never sends a request twice, but for a request without a body that is safe to repeat,
+// once, when the peer closed a kept-alive connection as it went out (as http.Transport does).
+type InlineTransport struct {
 	fallback              *http.Transport
-	dialer                *net.Dialer
+	dial                  func(ctx context.Context, network, addr string) (net.Conn, error)
 	responseHeaderTimeout time.Duration
 	idleTimeout           time.Duration
 	maxIdlePerHost        int
+	readBuffer            int
+	writeBuffer           int
 
 	mu   sync.Mutex
 	idle map[string][]*inlineConn // by host:port, most recently used last
@@ -37,25 +41,40 @@ type inlineTransport struct {
 
 type inlineConn struct {
 	net.Conn
-	t      *inlineTransport
+	t      *InlineTransport
 	key    string
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	idleAt time.Time
 }
 
-func newInlineTransport(fallback *http.Transport, dialer *net.Dialer, responseHeaderTimeout time.Duration) *inlineTransport {
-	return &inlineTransport{
+// NewInlineTransport carries what it can inline and the rest with fallback, which must have a
+// DialContext.
+func NewInlineTransport(fallback *http.Transport) *InlineTransport {
+	t := &InlineTransport{
 		fallback:              fallback,
-		dialer:                dialer,
-		responseHeaderTimeout: responseHeaderTimeout,
+		dial:                  fallback.DialContext,
+		responseHeaderTimeout: fallback.ResponseHeaderTimeout,
 		idleTimeout:           fallback.IdleConnTimeout,
 		maxIdlePerHost:        fallback.MaxIdleConnsPerHost,
+		readBuffer:            fallback.ReadBufferSize,
+		writeBuffer:           fallback.WriteBufferSize,
 		idle:                  map[string][]*inlineConn{},
 	}
+	if t.dial == nil {
+		t.dial = (&net.Dialer{}).DialContext
+	}
+	if t.idleTimeout <= 0 {
+		t.idleTimeout = 90 * time.Second
+	}
+	if t.maxIdlePerHost <= 0 {
+		t.maxIdlePerHost = http.DefaultMaxIdleConnsPerHost
+	}
+	t.readBuffer, t.writeBuffer = max(t.readBuffer, 4<<10), max(t.writeBuffer, 4<<10)
+	return t
 }
 
-func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.takes(req) {
 		return t.fallback.RoundTrip(req)
 	}
@@ -111,7 +130,7 @@ func closedByPeer(err error) bool {
 // takes says whether the request can be carried inline: plain HTTP/1.1 to the cell, no upgrade,
 // no 100-continue, and a body that is absent or wholly in memory (so that writing it never waits
 // on the client).
-func (t *inlineTransport) takes(req *http.Request) bool {
+func (t *InlineTransport) takes(req *http.Request) bool {
 	if req.URL.Scheme != "http" || req.Header.Get("Expect") != "" || req.Header.Get("Upgrade") != "" {
 		return false
 	}
@@ -175,22 +194,22 @@ func (c *inlineConn) release(stop func() bool, reusable bool) {
 }
 
 // conn is an idle connection to key that is still open, or a new one.
-func (t *inlineTransport) conn(ctx context.Context, key string) (c *inlineConn, reused bool, err error) {
+func (t *InlineTransport) conn(ctx context.Context, key string) (c *inlineConn, reused bool, err error) {
 	for c = t.get(key); c != nil; c = t.get(key) {
 		if time.Since(c.idleAt) < t.idleTimeout && c.alive() {
 			return c, true, nil
 		}
 		c.Close()
 	}
-	nc, err := t.dialer.DialContext(ctx, "tcp", key)
+	nc, err := t.dial(ctx, "tcp", key)
 	if err != nil {
 		return nil, false, err
 	}
-	return &inlineConn{Conn: nc, t: t, key: key, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}, false, nil
+	return &inlineConn{Conn: nc, t: t, key: key, br: bufio.NewReaderSize(nc, t.readBuffer), bw: bufio.NewWriterSize(nc, t.writeBuffer)}, false, nil
 }
 
 // get takes the most recently used idle connection to key.
-func (t *inlineTransport) get(key string) *inlineConn {
+func (t *InlineTransport) get(key string) *inlineConn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	conns := t.idle[key]
@@ -203,7 +222,7 @@ func (t *inlineTransport) get(key string) *inlineConn {
 	return c
 }
 
-func (t *inlineTransport) put(c *inlineConn) {
+func (t *InlineTransport) put(c *inlineConn) {
 	c.idleAt = time.Now()
 	t.mu.Lock()
 	conns := t.idle[c.key]
@@ -221,15 +240,22 @@ func (t *inlineTransport) put(c *inlineConn) {
 	}
 }
 
-// alive says whether an idle connection is still open and quiet: a cell that closed it, or sent
-// bytes nobody asked for, must not get the next request. One non-blocking peek at the socket.
+// alive says whether an idle connection is still open and quiet: a peer that closed it, or sent
+// bytes nobody asked for, must not get the next request. A socket gets one non-blocking peek; a
+// stream of a multiplexed connection (yamux) is read with a deadline already past, which reports
+// what the stream already knows (closed, data waiting) without waiting.
 func (c *inlineConn) alive() bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
-		return true
+		if c.SetReadDeadline(time.Unix(1, 0)) != nil {
+			return false
+		}
+		_, err := c.br.Peek(1)
+		var netErr net.Error
+		return errors.As(err, &netErr) && netErr.Timeout() && c.SetReadDeadline(time.Time{}) == nil
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
@@ -246,7 +272,7 @@ func (c *inlineConn) alive() bool {
 }
 
 // CloseIdleConnections closes the idle connections of both transports.
-func (t *inlineTransport) CloseIdleConnections() {
+func (t *InlineTransport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = map[string][]*inlineConn{}

@@ -295,7 +295,7 @@ func TestInlineTakesOnlyWhatItCanCarry(t *testing.T) {
 }
 
 // idleAlive says whether the transport holds an idle connection to url that still looks open.
-func idleAlive(rt *inlineTransport, url string) bool {
+func idleAlive(rt *InlineTransport, url string) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	conns := rt.idle[strings.TrimPrefix(url, "http://")]

@@ -52,7 +52,7 @@ type Proxy struct {
 	log             *slog.Logger
 	metrics         *Metrics
 	targets         map[uint64]*target
-	transports      []*inlineTransport
+	transports      []*InlineTransport
 }
 
 // New builds a Proxy. Metrics may be nil only in tests that do not look at them.

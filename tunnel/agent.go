@@ -52,8 +52,11 @@ type AgentOptions struct {
 	// upstream: the edge's one error writer and header rule. Both required.
 	WriteError        ErrorWriter
 	RemoveEdgeHeaders func(http.Header)
-	Logger            *slog.Logger
-	Metrics           prometheus.Registerer // nil: metrics are not registered
+	// WrapTransport, when set, takes the transport to the upstreams and returns what carries
+	// requests to them instead (edge passes its inline transport); nil uses it as it is.
+	WrapTransport func(*http.Transport) RoundTripCloser
+	Logger        *slog.Logger
+	Metrics       prometheus.Registerer // nil: metrics are not registered
 }
 
 // AgentStatus is a snapshot of the agent's connections.

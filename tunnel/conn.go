@@ -29,7 +29,7 @@ type Conn struct {
 	info      ConnInfo
 	server    *Server
 	session   *yamux.Session
-	transport *http.Transport
+	transport RoundTripCloser
 	done      chan struct{} // closed once the session is closed and c forgotten
 
 	// guarded by server.mu
@@ -73,7 +73,7 @@ func (s *Server) newConn(id Identity, info AgentInfo, remote string) *Conn {
 		server: s,
 		done:   make(chan struct{}),
 	}
-	c.transport = &http.Transport{
+	streams := &http.Transport{
 		DialContext:           c.openStream,
 		DisableCompression:    true, // the caller's Accept-Encoding passes as it is
 		MaxIdleConnsPerHost:   s.opts.MaxIdleStreams,
@@ -81,6 +81,10 @@ func (s *Server) newConn(id Identity, info AgentInfo, remote string) *Conn {
 		ExpectContinueTimeout: time.Second,
 		ReadBufferSize:        32 << 10,
 		WriteBufferSize:       32 << 10,
+	}
+	c.transport = streams
+	if s.opts.WrapTransport != nil {
+		c.transport = s.opts.WrapTransport(streams)
 	}
 	return c
 }

@@ -43,8 +43,17 @@ type ServerOptions struct {
 	KeepAlive time.Duration
 	// WriteError answers a refused connect: the edge's one error writer. Required.
 	WriteError ErrorWriter
-	Logger     *slog.Logger
-	Metrics    prometheus.Registerer // nil: metrics are not registered
+	// WrapTransport, when set, takes each connection's stream transport and returns what carries
+	// requests to the agent instead (edge passes its inline transport); nil uses it as it is.
+	WrapTransport func(*http.Transport) RoundTripCloser
+	Logger        *slog.Logger
+	Metrics       prometheus.Registerer // nil: metrics are not registered
+}
+
+// RoundTripCloser is a transport whose idle connections can be closed.
+type RoundTripCloser interface {
+	http.RoundTripper
+	CloseIdleConnections()
 }
 
 // Server is the edge side: ServeHTTP accepts agents at ConnectPath; Transport reaches them.

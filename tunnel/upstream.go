@@ -36,16 +36,20 @@ type upstreamHandler struct {
 
 func newUpstreamHandler(o AgentOptions, m *agentMetrics) *upstreamHandler {
 	h := &upstreamHandler{upstreams: o.Upstreams, log: o.Logger, metrics: m, writeError: o.WriteError, removeEdge: o.RemoveEdgeHeaders}
+	var transport http.RoundTripper = &http.Transport{
+		Proxy:                 nil, // upstreams are local: never through an environment proxy
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DisableCompression:    true,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	if o.WrapTransport != nil {
+		transport = o.WrapTransport(transport.(*http.Transport))
+	}
 	h.proxy = &httputil.ReverseProxy{
-		Rewrite: h.rewrite,
-		Transport: &http.Transport{
-			Proxy:                 nil, // upstreams are local: never through an environment proxy
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			DisableCompression:    true,
-			MaxIdleConnsPerHost:   64,
-			IdleConnTimeout:       90 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		},
+		Rewrite:      h.rewrite,
+		Transport:    transport,
 		BufferPool:   &BufferPool{},
 		ErrorHandler: h.upstreamError,
 		ErrorLog:     slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),

@@ -136,6 +136,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 		TLSConfig:        tlsConfig,
 		Connections:      a.Connections,
 		MaxConnectionAge: a.MaxAge.Duration,
+		WrapTransport:    inlineTransport,
 		Logger:           log,
 		Metrics:          reg,
 	})

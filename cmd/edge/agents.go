@@ -82,6 +82,7 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		// 256 MiB per agent at this stream cap.
 		MaxStreamsPerAgent: 256,
 		WriteError:         proxy.WriteError,
+		WrapTransport:      inlineTransport,
 		Logger:             log,
 		Metrics:            reg,
 	})
@@ -245,3 +246,7 @@ type redisLogger struct{ log *slog.Logger }
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.Debug(fmt.Sprintf(format, v...), "component", "go-redis")
 }
+
+// inlineTransport carries the tunnels' plain requests as edge carries its cells' (on the calling
+// goroutine; the rest through the transport it wraps).
+func inlineTransport(t *http.Transport) tunnel.RoundTripCloser { return proxy.NewInlineTransport(t) }

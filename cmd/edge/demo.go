@@ -268,11 +268,12 @@ func newDemoAgent(edgeURL string, key []byte, ports []int, log *slog.Logger) (*t
 	return tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:    edgeURL,
 		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
-		Token:      func(context.Context) (string, error) { return token, nil },
-		Info:       tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
-		Upstreams:  tunnel.AllowPorts(ports...),
-		MinBackoff: 200 * time.Millisecond,
-		Logger:     log,
+		Token:         func(context.Context) (string, error) { return token, nil },
+		Info:          tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
+		Upstreams:     tunnel.AllowPorts(ports...),
+		MinBackoff:    200 * time.Millisecond,
+		WrapTransport: inlineTransport,
+		Logger:        log,
 	})
 }
 
