@@ -32,9 +32,18 @@ unit:
 fuzz:
 	FUZZEXECS=$(FUZZEXECS) ./scripts/fuzz.sh
 
+# Each make bench writes its results into a directory of its own, to compare two runs file by file.
+BENCH_RESULTS ?= bench/results/$(shell date +%Y%m%d-%H%M%S)
+# Expanded once here: as a recursive variable, each use would run date again, a second later.
+BENCH_RESULTS := $(BENCH_RESULTS)
+
+# The long-poll soak (bench/cmd/longpollsoak -results $(BENCH_RESULTS)) runs before edgebench,
+# whose goals table reads its longpoll.json.
 bench:
+	mkdir -p $(BENCH_RESULTS)
 	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server h2load=nghttp2-client
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/ ./aggregate/
+	$(GO) run ./bench/cmd/longpollsoak -results $(BENCH_RESULTS)
 	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
 	$(GO) run ./bench/cmd/wsbench
 	$(GO) run ./bench/cmd/tlsbench

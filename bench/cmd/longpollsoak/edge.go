@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// edgeConfig is edge's config for the soak: the legacy cell and cell 2 on the cell process's
+// two listeners (edge wants a distinct URL per cell), a long poll timeout above the hold, room
+// for every connection, and no access log (a line per request would be the soak's biggest
+// write, and is not what is measured).
+func edgeConfig(public, ops, legacy, cell2 string, longPoll time.Duration, maxConns int) string {
+	return fmt.Sprintf(`listen: {public: %q, ops: %q}
+cells:
+  - {id: 1, url: "http://%s", legacy: true}
+  - {id: 2, url: "http://%s"}
+routing: {long_poll_timeout: %q}
+limits: {max_connections: %d}
+log: {level: warn, access: false}
+`, public, ops, legacy, cell2, longPoll.String(), maxConns)
+}
+
+// goBuild builds a package of the repository (the working directory) into dir.
+func goBuild(ctx context.Context, dir, pkg, name string) (string, error) {
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
+	}
+	return out, nil
+}
+
+// freeAddr asks the kernel for a free port on host. Another process could take it before the
+// server binds it; the server then fails to start and the soak says so.
+func freeAddr(host string) (string, error) {
+	ln, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port on %s: %w", host, err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+const startTimeout = 20 * time.Second
+
+// waitReady polls url until it answers 200, p exits, or startTimeout passes.
+func waitReady(ctx context.Context, p *proc, url string) error {
+	client := &http.Client{Timeout: time.Second}
+	last := "no answer"
+	return poll(ctx, p, func() (bool, error) {
+		resp, err := client.Get(url)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		resp.Body.Close()
+		last = resp.Status
+		return resp.StatusCode == http.StatusOK, nil
+	}, func() string { return last })
+}
+
+// cellAddrs reads the listeners the cell process printed ("listening NAME ADDR"), once it
+// printed "ready".
+func cellAddrs(ctx context.Context, p *proc) (map[string]string, error) {
+	addrs := map[string]string{}
+	err := poll(ctx, p, func() (bool, error) {
+		f, err := os.Open(p.out)
+		if err != nil {
+			return false, nil
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				name, addr, _ := strings.Cut(rest, " ")
+				addrs[name] = addr
+			}
+			if sc.Text() == "ready" {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, func() string { return "no ready line" })
+	if err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	for _, name := range []string{"legacy", "cell2", "control"} {
+		if addrs[name] == "" {
+			return nil, fmt.Errorf("cell: no %s listener in its output", name)
+		}
+	}
+	return addrs, nil
+}
+
+// poll calls check every 50 ms until it is done, fails, p exits, ctx ends or startTimeout.
+func poll(ctx context.Context, p *proc, check func() (bool, error), last func() string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done, err := check()
+		switch {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		case p.exited():
+			return p.failure()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready (last: %s): %w", p.name, last(), ctx.Err())
+		case <-p.done:
+		case <-tick.C:
+		}
+	}
+}
