@@ -102,7 +102,7 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Peers == nil {
-		o.Peers = newPeerTransport(o.PeerPrefixes, 5*time.Second, o.PeerTLS)
+		o.Peers = NewInlineTransport(newPeerTransport(o.PeerPrefixes, 5*time.Second, o.PeerTLS))
 	}
 	if o.HolderCache == 0 {
 		o.HolderCache = time.Second
