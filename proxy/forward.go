@@ -41,6 +41,8 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 	}
 	buffers := &bufferPool{}
 	buffers.pool.New = func() any { return new([copyBufferSize]byte) }
+	held := &heldBufferPool{}
+	held.pool.New = func() any { return new([heldCopyBufferSize]byte) }
 	targets := make(map[uint64]*target)
 	for _, cell := range p.cells.All() {
 		t := &target{cell: cell}
@@ -55,7 +57,7 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 			}
 		}
 		t.plain = p.reverseProxy(cell, label, plainTransport, buffers, false)
-		t.longPoll = p.reverseProxy(cell, label, longPollTransport, buffers, true)
+		t.longPoll = p.reverseProxy(cell, label, longPollTransport, held, true)
 		targets[cell.ID] = t
 	}
 	return targets
@@ -190,6 +192,21 @@ func (p *Proxy) learnJob(cell *discovery.Cell, resp *http.Response) {
 }
 
 const copyBufferSize = 32 << 10
+
+// heldCopyBufferSize is the copy buffer of long polls' answers: ReverseProxy takes one for every
+// answer, even an empty 204, and thousands of held polls are answered at once when a cell
+// releases them; their answers are small (a job's JSON at most).
+const heldCopyBufferSize = 4 << 10
+
+type heldBufferPool struct{ pool sync.Pool }
+
+func (b *heldBufferPool) Get() []byte { return b.pool.Get().(*[heldCopyBufferSize]byte)[:] }
+
+func (b *heldBufferPool) Put(v []byte) {
+	if len(v) == heldCopyBufferSize {
+		b.pool.Put((*[heldCopyBufferSize]byte)(v))
+	}
+}
 
 // bufferPool hands ReverseProxy its copy buffers. Pooling array pointers, not slices, keeps
 // Put from allocating a slice header each time.

@@ -35,6 +35,11 @@ type InlineTransport struct {
 	readBuffer            int
 	writeBuffer           int
 
+	// A held request (a long poll) keeps no buffer: a connection takes a writer only to send and
+	// a reader only once its answer begins to arrive (the wait is on the socket), and gives them
+	// back when the answer is read.
+	readers, writers sync.Pool
+
 	mu   sync.Mutex
 	idle map[string][]*inlineConn // by host:port, most recently used last
 }
@@ -43,8 +48,7 @@ type inlineConn struct {
 	net.Conn
 	t      *InlineTransport
 	key    string
-	br     *bufio.Reader
-	bw     *bufio.Writer
+	br     *bufio.Reader // while an answer is read; nil when idle
 	idleAt time.Time
 }
 
@@ -71,6 +75,8 @@ func NewInlineTransport(fallback *http.Transport) *InlineTransport {
 		t.maxIdlePerHost = http.DefaultMaxIdleConnsPerHost
 	}
 	t.readBuffer, t.writeBuffer = max(t.readBuffer, 4<<10), max(t.writeBuffer, 4<<10)
+	t.readers.New = func() any { return bufio.NewReaderSize(nil, t.readBuffer) }
+	t.writers.New = func() any { return bufio.NewWriterSize(nil, t.writeBuffer) }
 	return t
 }
 
@@ -144,14 +150,14 @@ func (t *InlineTransport) takes(req *http.Request) bool {
 }
 
 func (c *inlineConn) roundTrip(req *http.Request, headerTimeout time.Duration) (*http.Response, error) {
-	if err := req.Write(c.bw); err != nil {
-		return nil, err
-	}
-	if err := c.bw.Flush(); err != nil {
+	if err := c.send(req); err != nil {
 		return nil, err
 	}
 	if headerTimeout > 0 {
 		c.SetReadDeadline(time.Now().Add(headerTimeout))
+	}
+	if err := c.awaitAnswer(); err != nil {
+		return nil, err
 	}
 	for {
 		// ReadResponse turns a connection closed before the answer began into ErrUnexpectedEOF;
@@ -183,13 +189,57 @@ func (c *inlineConn) roundTrip(req *http.Request, headerTimeout time.Duration) (
 	}
 }
 
+func (c *inlineConn) send(req *http.Request) error {
+	bw := c.t.writers.Get().(*bufio.Writer)
+	bw.Reset(c.Conn)
+	err := req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	c.t.writers.Put(bw)
+	return err
+}
+
+// awaitAnswer waits, without a buffer when the connection is a socket, until the answer begins
+// (or the connection ends or a deadline passes), then takes a reader.
+func (c *inlineConn) awaitAnswer() error {
+	if sc, ok := c.Conn.(syscall.Conn); ok && c.br == nil {
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var buf [1]byte
+		err = raw.Read(func(fd uintptr) bool {
+			_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
+		})
+		if err != nil {
+			return err
+		}
+	}
+	c.reader()
+	return nil
+}
+
+func (c *inlineConn) reader() *bufio.Reader {
+	if c.br == nil {
+		c.br = c.t.readers.Get().(*bufio.Reader)
+		c.br.Reset(c.Conn)
+	}
+	return c.br
+}
+
 // release puts the connection back for the next request once its answer is wholly read, or
 // closes it when the answer said so or was not read to its end.
 func (c *inlineConn) release(stop func() bool, reusable bool) {
-	if !stop() || !reusable {
+	if !stop() || !reusable || c.br.Buffered() > 0 {
 		c.Close()
 		return
 	}
+	c.br.Reset(nil)
+	c.t.readers.Put(c.br)
+	c.br = nil
 	c.t.put(c)
 }
 
@@ -205,7 +255,7 @@ func (t *InlineTransport) conn(ctx context.Context, key string) (c *inlineConn, 
 	if err != nil {
 		return nil, false, err
 	}
-	return &inlineConn{Conn: nc, t: t, key: key, br: bufio.NewReaderSize(nc, t.readBuffer), bw: bufio.NewWriterSize(nc, t.writeBuffer)}, false, nil
+	return &inlineConn{Conn: nc, t: t, key: key}, false, nil
 }
 
 // get takes the most recently used idle connection to key.
@@ -245,15 +295,12 @@ func (t *InlineTransport) put(c *inlineConn) {
 // stream of a multiplexed connection (yamux) is read with a deadline already past, which reports
 // what the stream already knows (closed, data waiting) without waiting.
 func (c *inlineConn) alive() bool {
-	if c.br.Buffered() > 0 {
-		return false
-	}
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
 		if c.SetReadDeadline(time.Unix(1, 0)) != nil {
 			return false
 		}
-		_, err := c.br.Peek(1)
+		_, err := c.reader().Peek(1)
 		var netErr net.Error
 		return errors.As(err, &netErr) && netErr.Timeout() && c.SetReadDeadline(time.Time{}) == nil
 	}
