@@ -36,6 +36,7 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 	plainTransport, longPollTransport := o.Transport, o.Transport
 	if o.Transport == nil {
 		plain, longPoll := newCellTransport(o.DialTimeout, o.UpstreamTimeout), newCellTransport(o.DialTimeout, o.LongPollTimeout)
+		longPoll.holdUnbuffered = true
 		p.transports = []*InlineTransport{plain, longPoll}
 		plainTransport, longPollTransport = plain, longPoll
 	}

@@ -35,10 +35,12 @@ type InlineTransport struct {
 	readBuffer            int
 	writeBuffer           int
 
-	// A held request (a long poll) keeps no buffer: a connection takes a writer only to send and
-	// a reader only once its answer begins to arrive (the wait is on the socket), and gives them
-	// back when the answer is read.
+	// A connection takes a writer only to send and a reader only to read an answer, and gives
+	// them back when the answer is read. With holdUnbuffered the reader is taken only once the
+	// answer begins to arrive, so that a held request (a long poll) keeps no buffer; it costs
+	// two more system calls per request.
 	readers, writers sync.Pool
+	holdUnbuffered   bool
 
 	mu   sync.Mutex
 	idle map[string][]*inlineConn // by host:port, most recently used last
@@ -204,7 +206,7 @@ func (c *inlineConn) send(req *http.Request) error {
 // awaitAnswer waits, without a buffer when the connection is a socket, until the answer begins
 // (or the connection ends or a deadline passes), then takes a reader.
 func (c *inlineConn) awaitAnswer() error {
-	if sc, ok := c.Conn.(syscall.Conn); ok && c.br == nil {
+	if sc, ok := c.Conn.(syscall.Conn); ok && c.br == nil && c.t.holdUnbuffered {
 		raw, err := sc.SyscallConn()
 		if err != nil {
 			return err

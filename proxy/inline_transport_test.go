@@ -140,6 +140,7 @@ func flakyCell(t *testing.T) (string, func(method string) int) {
 func TestInlineNeverSendsAPostTwice(t *testing.T) {
 	addr, seen := flakyCell(t)
 	rt := newCellTransport(time.Second, 5*time.Second)
+	rt.holdUnbuffered = true // as the long-poll transport that carries jobs/request
 	post := func() (*http.Response, error) {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v4/jobs/request", nil)
 		req.Body = &replayBody{Reader: strings.NewReader(`{"token":"x"}`), closer: io.NopCloser(nil), inMemory: true}
@@ -204,6 +205,7 @@ func TestInlineCancelEndsTheHeldRequest(t *testing.T) {
 		close(ended)
 	})
 	rt := newCellTransport(time.Second, time.Minute)
+	rt.holdUnbuffered = true
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err := get(t, rt, ctx, srv.URL)
@@ -218,6 +220,12 @@ func TestInlineCancelEndsTheHeldRequest(t *testing.T) {
 }
 
 func TestInlineResponseHeaderTimeoutIs504(t *testing.T) {
+	for _, unbuffered := range []bool{false, true} {
+		testHeaderTimeout(t, unbuffered)
+	}
+}
+
+func testHeaderTimeout(t *testing.T, holdUnbuffered bool) {
 	release := make(chan struct{})
 	defer close(release)
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -227,9 +235,10 @@ func TestInlineResponseHeaderTimeoutIs504(t *testing.T) {
 		}
 	})
 	rt := newCellTransport(time.Second, 100*time.Millisecond)
+	rt.holdUnbuffered = holdUnbuffered
 	_, err := get(t, rt, context.Background(), srv.URL)
 	if status, cause := statusOf(err); status != http.StatusGatewayTimeout || cause != "timeout" {
-		t.Errorf("no answer within the timeout: %v maps to %d %s, want 504 timeout", err, status, cause)
+		t.Errorf("no answer within the timeout (unbuffered wait %v): %v maps to %d %s, want 504 timeout", holdUnbuffered, err, status, cause)
 	}
 }
 
