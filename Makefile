@@ -41,10 +41,10 @@ BENCH_RESULTS := $(BENCH_RESULTS)
 # whose goals table reads its longpoll.json.
 bench:
 	mkdir -p $(BENCH_RESULTS)
-	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server h2load=nghttp2-client
+	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server h2load=nghttp2-client haproxy=haproxy
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/ ./aggregate/
 	$(GO) run ./bench/cmd/longpollsoak -results $(BENCH_RESULTS)
-	$(GO) run ./bench/cmd/edgebench $(BENCH_FLAGS)
+	$(GO) run ./bench/cmd/edgebench --results $(BENCH_RESULTS) $(BENCH_FLAGS)
 	$(GO) run ./bench/cmd/wsbench
 	$(GO) run ./bench/cmd/tlsbench
 	./scripts/deps.sh sshd=openssh-server && $(GO) run ./bench/cmd/sshbench

@@ -9,12 +9,14 @@ import (
 )
 
 const (
-	caseDirect = bench.CaseDirect
-	caseNginx  = bench.CaseNginx
-	caseEdgeA  = "edge-a"
-	caseEdgeB  = "edge-b"
-	caseEdgeC  = "edge-c"
-	caseEdgeD  = "edge-d"
+	caseDirect  = bench.CaseDirect
+	caseNginx   = bench.CaseNginx
+	caseHAProxy = bench.CaseHAProxy
+	caseCaddy   = bench.CaseCaddy
+	caseEdgeA   = bench.CaseEdgeA
+	caseEdgeB   = bench.CaseEdgeB
+	caseEdgeC   = bench.CaseEdgeC
+	caseEdgeD   = bench.CaseEdgeD
 
 	caseTunnel    = bench.CaseTunnel    // through an agent's tunnel, one edge
 	caseTunnelHop = bench.CaseTunnelHop // entering a second edge, which forwards to the first
@@ -23,17 +25,19 @@ const (
 
 // Which server a case sends its load to.
 const (
-	targetDirect = "direct"
-	targetNginx  = "nginx"
-	targetEdge   = "edge"
-	targetEdge2  = "edge2" // the second edge, which holds no agent
+	targetDirect  = "direct"
+	targetNginx   = "nginx"
+	targetHAProxy = "haproxy"
+	targetCaddy   = "caddy"
+	targetEdge    = "edge"
+	targetEdge2   = "edge2" // the second edge, which holds no agent
 )
 
 // agentID is the one agent of the tunnel cases.
 const agentID = "a1"
 
 func allCaseIDs() []string {
-	return []string{caseDirect, caseNginx, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD, caseTunnel, caseTunnelHop, caseTransfer}
+	return []string{caseDirect, caseNginx, caseHAProxy, caseCaddy, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD, caseTunnel, caseTunnelHop, caseTransfer}
 }
 
 // baselines are the cases a case is compared with, run with it even when not selected: the
@@ -90,14 +94,17 @@ type caseTokens struct {
 	api    string // JWT of the API for GitLab (HS256), for the tunnel cases
 }
 
-// buildCases describes every wrk case (transfer is not one). The direct, nginx and tunnel cases
-// send the legacy edge case's request, so they differ only in what is in between.
+// buildCases describes every wrk case (transfer is not one). The direct, peer (nginx, HAProxy,
+// Caddy) and tunnel cases send the legacy edge case's request, so they differ only in what is in
+// between.
 func buildCases(ids []string, tok caseTokens) []benchCase {
 	const discovery = "/api/v4/runners/router/discovery"
 	all := map[string]benchCase{
-		caseDirect: {label: "direct upstream (limit)", target: targetDirect, method: "GET", path: discovery, wantUpstream: 0},
-		caseNginx:  {label: "nginx proxy", target: targetNginx, method: "GET", path: discovery, wantUpstream: 0},
-		caseEdgeA:  {label: "edge a: no token (legacy)", target: targetEdge, method: "GET", path: discovery, wantUpstream: 0},
+		caseDirect:  {label: "direct upstream (limit)", target: targetDirect, method: "GET", path: discovery, wantUpstream: 0},
+		caseNginx:   {label: "nginx proxy", target: targetNginx, method: "GET", path: discovery, wantUpstream: 0},
+		caseHAProxy: {label: "haproxy proxy", target: targetHAProxy, method: "GET", path: discovery, wantUpstream: 0},
+		caseCaddy:   {label: "caddy proxy", target: targetCaddy, method: "GET", path: discovery, wantUpstream: 0},
+		caseEdgeA:   {label: "edge a: no token (legacy)", target: targetEdge, method: "GET", path: discovery, wantUpstream: 0},
 		caseEdgeB: {
 			label: "edge b: RUNNER-TOKEN header", target: targetEdge, method: "GET", path: discovery,
 			headers: map[string]string{"RUNNER-TOKEN": tok.runner}, wantUpstream: 1,
@@ -193,13 +200,9 @@ func needsEdge(cases []benchCase) bool {
 	return false
 }
 
-func needsNginx(cases []benchCase) bool {
-	for _, c := range cases {
-		if c.target == targetNginx {
-			return true
-		}
-	}
-	return false
+// needsTarget: some case sends its load to target (a peer proxy to start).
+func needsTarget(cases []benchCase, target string) bool {
+	return slices.ContainsFunc(cases, func(c benchCase) bool { return c.target == target })
 }
 
 func caseLabels(cases []benchCase) map[string]string {

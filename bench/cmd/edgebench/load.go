@@ -22,6 +22,10 @@ func (h *harness) url(c benchCase) string {
 	switch c.target {
 	case targetNginx:
 		port = h.nginxPort
+	case targetHAProxy:
+		port = h.haproxyPort
+	case targetCaddy:
+		port = h.caddyPort
 	case targetEdge:
 		port = h.edgePort
 	case targetEdge2:
@@ -41,12 +45,16 @@ type part struct {
 }
 
 // pathProcs are the processes between the client and the upstream, the one the client talks to
-// first: none for direct; the proxy; for a tunnel the edge and the agent, and for the hop also
+// first: none for direct; the proxy (a peer or edge); for a tunnel the edge and the agent, and for the hop also
 // the entry edge and the Redis it asks where the agent is.
 func (h *harness) pathProcs(c benchCase) []part {
 	switch {
 	case c.target == targetNginx:
 		return []part{{"nginx", h.nginx}}
+	case c.target == targetHAProxy:
+		return []part{{"haproxy", h.haproxy}}
+	case c.target == targetCaddy:
+		return []part{{"caddy", h.caddy}}
 	case c.target == targetEdge2:
 		return []part{{bench.PartEdge2, h.edge2}, {bench.PartEdge, h.edge}, {bench.PartAgent, h.agent}, {bench.PartRedis, h.redis}}
 	case c.target == targetEdge && c.viaAgent:

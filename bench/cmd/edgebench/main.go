@@ -3,10 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -48,7 +50,9 @@ func run() int {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	h := &harness{opts: opts, dir: dir, sup: &supervisor{dir: dir}}
+	// What is printed is kept too, for the results directory's edgebench.md.
+	var printed bytes.Buffer
+	h := &harness{opts: opts, dir: dir, sup: &supervisor{dir: dir}, out: io.MultiWriter(os.Stdout, &printed), printed: &printed}
 	defer h.sup.stopAll()
 
 	err = h.benchmark(ctx)
@@ -65,11 +69,14 @@ func run() int {
 
 func (h *harness) benchmark(ctx context.Context) error {
 	var err error
-	if h.tools, err = ensureTools(ctx, h.opts.noInstall, needsSecondEdge(h.opts.cases)); err != nil {
+	if h.tools, err = ensureTools(ctx, h.opts.noInstall, h.opts.cases); err != nil {
 		return err
 	}
 	h.pin = h.pinningPossible()
 	if h.repo, err = findRepo(h.opts.repo); err != nil {
+		return err
+	}
+	if err := h.findCaddy(ctx); err != nil {
 		return err
 	}
 	if len(h.opts.added) > 0 {
@@ -123,15 +130,15 @@ func (h *harness) benchmark(ctx context.Context) error {
 		return err
 	}
 	rows := h.report(cases, res)
-	if h.opts.jsonOut != "" {
-		if err := writeJSON(h.opts.jsonOut, h.opts, res, rows); err != nil {
-			return err
-		}
-	}
+	var profileErr error
 	if h.opts.profileCase != "" {
-		if err := h.profile(ctx, cases, scripts); err != nil {
-			return err
-		}
+		profileErr = h.profile(ctx, cases, scripts)
+	}
+	if err := h.record(res, rows); err != nil {
+		return err
+	}
+	if profileErr != nil {
+		return profileErr
 	}
 	for _, r := range slices.Concat(rows.load, rows.latency) {
 		if r.Errors > 0 {
@@ -141,14 +148,22 @@ func (h *harness) benchmark(ctx context.Context) error {
 	return nil
 }
 
-// startServers starts what the cases need, upstream first: nginx, the edge, and for the tunnel
-// cases Redis and the second edge (for the hop), then the agent.
+// startServers starts what the cases need, upstream first: the peers (nginx, HAProxy, Caddy),
+// the edge, and for the tunnel cases Redis and the second edge (for the hop), then the agent.
 func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub string) error {
 	if err := h.startUpstream(ctx); err != nil {
 		return err
 	}
-	if needsNginx(cases) {
-		if err := h.startNginx(ctx); err != nil {
+	for _, peer := range []struct {
+		target string
+		start  func(context.Context) error
+	}{
+		{targetNginx, h.startNginx}, {targetHAProxy, h.startHAProxy}, {targetCaddy, h.startCaddy},
+	} {
+		if !needsTarget(cases, peer.target) {
+			continue
+		}
+		if err := peer.start(ctx); err != nil {
 			return err
 		}
 	}

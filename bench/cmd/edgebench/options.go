@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 type options struct {
@@ -22,6 +24,7 @@ type options struct {
 	transfers   int
 	repo        string
 	edgeBin     string
+	caddyBin    string
 	jwtKey      string
 	serverCPU   int
 	clientCPU   int
@@ -29,6 +32,7 @@ type options struct {
 	noInstall   bool
 	keep        bool
 	jsonOut     string
+	results     string
 	profileCase string
 	profileOut  string
 }
@@ -44,19 +48,21 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", envInt("EDGEBENCH_ROUNDS", 3), "interleaved rounds; the table shows medians [EDGEBENCH_ROUNDS]")
 	fs.DurationVar(&o.duration, "duration", envDuration("EDGEBENCH_DURATION", 10*time.Second), "wrk duration of each run, whole seconds [EDGEBENCH_DURATION]")
 	fs.DurationVar(&o.warmup, "warmup", envDuration("EDGEBENCH_WARMUP", 2*time.Second), "unmeasured wrk run per case before round 1; 0 for none [EDGEBENCH_WARMUP]")
-	fs.IntVar(&o.connections, "connections", envInt("EDGEBENCH_CONNECTIONS", 50), "wrk connections [EDGEBENCH_CONNECTIONS]")
+	fs.IntVar(&o.connections, "connections", envInt("EDGEBENCH_CONNECTIONS", bench.GoalConnections), "wrk connections; the issue's goals are at 64 [EDGEBENCH_CONNECTIONS]")
 	fs.IntVar(&o.threads, "threads", envInt("EDGEBENCH_THREADS", 1), "wrk threads [EDGEBENCH_THREADS]")
 	fs.IntVar(&o.transfers, "transfers", envInt("EDGEBENCH_TRANSFERS", 10), "transfer case: sequential 10 MiB transfers per path, direction and round [EDGEBENCH_TRANSFERS]")
 	casesFlag := fs.String("cases", envString("EDGEBENCH_CASES", strings.Join(allCaseIDs(), ",")), "comma-separated cases to run [EDGEBENCH_CASES]")
 	fs.StringVar(&o.repo, "repo", envString("EDGEBENCH_REPO", ""), "repository root (default: found from the working directory)")
 	fs.StringVar(&o.edgeBin, "edge-bin", envString("EDGEBENCH_EDGE_BIN", ""), "use this edge binary instead of building ./cmd/edge [EDGEBENCH_EDGE_BIN]")
+	fs.StringVar(&o.caddyBin, "caddy-bin", envString("EDGEBENCH_CADDY_BIN", ""), "use this caddy binary instead of scripts/caddy.sh's build [EDGEBENCH_CADDY_BIN]")
 	fs.StringVar(&o.jwtKey, "jwt-key", envString("EDGEBENCH_JWT_KEY", ""), "RSA private key (PEM) for the job JWT (default: examples/keys/gitlab-jwt.key, else a fresh key)")
-	fs.IntVar(&o.serverCPU, "server-cpu", envInt("EDGEBENCH_SERVER_CPU", 0), "CPU the upstream, nginx and edge are pinned to")
+	fs.IntVar(&o.serverCPU, "server-cpu", envInt("EDGEBENCH_SERVER_CPU", 0), "CPU the servers (upstream, peers, edge, agent, redis) are pinned to")
 	fs.IntVar(&o.clientCPU, "client-cpu", envInt("EDGEBENCH_CLIENT_CPU", 1), "CPU wrk is pinned to")
 	fs.BoolVar(&o.noPin, "no-pin", envBool("EDGEBENCH_NO_PIN"), "do not pin processes to CPUs")
-	fs.BoolVar(&o.noInstall, "no-install", envBool("EDGEBENCH_NO_INSTALL"), "never apt-get install missing nginx or wrk")
+	fs.BoolVar(&o.noInstall, "no-install", envBool("EDGEBENCH_NO_INSTALL"), "never apt-get install missing nginx, wrk, redis-server or haproxy")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs, binaries)")
-	fs.StringVar(&o.jsonOut, "json", envString("EDGEBENCH_JSON", ""), "also write every run and the medians as JSON to this file")
+	fs.StringVar(&o.jsonOut, "json", envString("EDGEBENCH_JSON", ""), "also write every run, the medians and the goals as JSON to this file")
+	fs.StringVar(&o.results, "results", envString("EDGEBENCH_RESULTS", ""), "write edgebench.md, edgebench.json, goals.md and goals.json into this directory; its longpoll.json fills the long-poll goal [EDGEBENCH_RESULTS]")
 	fs.StringVar(&o.profileCase, "profile", envString("EDGEBENCH_PROFILE", ""), "after the rounds, profile the proxy of this case (e.g. edge-b) with perf for one more run")
 	fs.StringVar(&o.profileOut, "profile-out", envString("EDGEBENCH_PROFILE_OUT", "edgebench-perf.data"), "where perf writes its data for --profile")
 	fs.Usage = func() {

@@ -65,6 +65,25 @@ func TestParseOptions(t *testing.T) {
 	}
 }
 
+// TestParseOptionsGoalsAndResults: the goals' 64 connections by default, and the results
+// directory from the flag or the environment (make bench passes the flag).
+func TestParseOptionsGoalsAndResults(t *testing.T) {
+	for _, k := range []string{"EDGEBENCH_CONNECTIONS", "EDGEBENCH_RESULTS", "EDGEBENCH_CADDY_BIN"} {
+		t.Setenv(k, "")
+	}
+	o, err := parseOptions(nil, io.Discard)
+	if err != nil || o.connections != 64 || o.results != "" || o.caddyBin != "" {
+		t.Errorf("defaults: got connections %d results %q caddy %q (%v), want 64, none, none", o.connections, o.results, o.caddyBin, err)
+	}
+	t.Setenv("EDGEBENCH_RESULTS", "/tmp/from-env")
+	if o, err := parseOptions(nil, io.Discard); err != nil || o.results != "/tmp/from-env" {
+		t.Errorf("results from env: got %q (%v)", o.results, err)
+	}
+	if o, err := parseOptions([]string{"--results", "r1", "--caddy-bin", "/x/caddy"}, io.Discard); err != nil || o.results != "r1" || o.caddyBin != "/x/caddy" {
+		t.Errorf("results flag: got %q caddy %q (%v)", o.results, o.caddyBin, err)
+	}
+}
+
 func TestBuildCases(t *testing.T) {
 	cases := buildCases(allCaseIDs(), caseTokens{runner: "glrt-t2_R", jobJWT: "glcbt-J", api: "api-jwt"})
 	type want struct {
@@ -75,6 +94,8 @@ func TestBuildCases(t *testing.T) {
 	wants := map[string]want{
 		caseDirect:    {target: targetDirect, method: "GET"},
 		caseNginx:     {target: targetNginx, method: "GET"},
+		caseHAProxy:   {target: targetHAProxy, method: "GET"},
+		caseCaddy:     {target: targetCaddy, method: "GET"},
 		caseEdgeA:     {target: targetEdge, method: "GET"},
 		caseEdgeB:     {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
 		caseEdgeC:     {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},
@@ -108,8 +129,34 @@ func TestBuildCases(t *testing.T) {
 			t.Errorf("%s: via agent: got %v, want %v", c.id, got, want)
 		}
 	}
-	if !needsEdge(cases[2:3]) || needsEdge(cases[:2]) || !needsNginx(cases[1:2]) || needsNginx(cases[2:]) {
-		t.Errorf("needsEdge/needsNginx disagree with the targets")
+	byID := map[string]benchCase{}
+	for _, c := range cases {
+		byID[c.id] = c
+	}
+	pick := func(ids ...string) []benchCase {
+		var out []benchCase
+		for _, id := range ids {
+			out = append(out, byID[id])
+		}
+		return out
+	}
+	if !needsEdge(pick(caseDirect, caseEdgeA)) || needsEdge(pick(caseDirect, caseNginx, caseHAProxy, caseCaddy)) {
+		t.Errorf("needsEdge disagrees with the targets")
+	}
+	for _, tt := range []struct {
+		ids    []string
+		target string
+		want   bool
+	}{
+		{[]string{caseNginx, caseEdgeA}, targetNginx, true},
+		{[]string{caseHAProxy}, targetHAProxy, true},
+		{[]string{caseCaddy}, targetCaddy, true},
+		{[]string{caseDirect, caseNginx, caseEdgeA}, targetCaddy, false},
+		{[]string{caseEdgeA, caseTunnel}, targetNginx, false},
+	} {
+		if got := needsTarget(pick(tt.ids...), tt.target); got != tt.want {
+			t.Errorf("needsTarget(%v, %s): got %v, want %v", tt.ids, tt.target, got, tt.want)
+		}
 	}
 }
 

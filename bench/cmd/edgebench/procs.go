@@ -33,6 +33,11 @@ type proc struct {
 // worker, and a terminal's Ctrl-C reaches only the harness, which then stops everything in
 // order). Its output goes to <dir>/<name>.log.
 func (s *supervisor) start(name string, argv []string) (*proc, error) {
+	return s.startEnv(name, argv, nil)
+}
+
+// startEnv is start with env added to the harness's environment.
+func (s *supervisor) startEnv(name string, argv, env []string) (*proc, error) {
 	logPath := filepath.Join(s.dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -40,6 +45,9 @@ func (s *supervisor) start(name string, argv []string) (*proc, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Pdeathsig: a harness killed with SIGKILL still takes its servers with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -46,7 +46,7 @@ func (h *harness) profile(ctx context.Context, cases []benchCase, scripts map[st
 	if wrkErr != nil {
 		return wrkErr
 	}
-	fmt.Printf("\nperf profile of %s (%s), one more %ds run at %.0f req/s; data in %s\n",
+	fmt.Fprintf(h.out, "\nperf profile of %s (%s), one more %ds run at %.0f req/s; data in %s\n",
 		c.id, c.label, secs, res.RequestsPerS, h.opts.profileOut)
 	views := []struct {
 		title string
@@ -62,13 +62,13 @@ func (h *harness) profile(ctx context.Context, cases []benchCase, scripts map[st
 		if err != nil {
 			return fmt.Errorf("perf report: %w", err)
 		}
-		fmt.Printf("\n%s:\n", v.title)
+		fmt.Fprintf(h.out, "\n%s:\n", v.title)
 		n := 0
 		for _, line := range strings.Split(string(out), "\n") {
 			if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
 				continue
 			}
-			fmt.Println(strings.TrimRight(line, " "))
+			fmt.Fprintln(h.out, strings.TrimRight(line, " "))
 			if n++; n == v.lines {
 				break
 			}

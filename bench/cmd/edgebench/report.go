@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,36 +16,42 @@ import (
 
 // printHeader says what was measured on what, so a pasted table can be read on its own.
 func (h *harness) printHeader(ctx context.Context) {
-	fmt.Printf("edgebench %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("machine: %s, %d CPUs, %s, %s, load average %s\n", cpuModel(), runtime.NumCPU(), kernel(), runtime.Version(), loadAvg())
+	fmt.Fprintf(h.out, "edgebench %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(h.out, "machine: %s, %d CPUs, %s, %s, load average %s\n", cpuModel(), runtime.NumCPU(), kernel(), runtime.Version(), loadAvg())
 	versions := []string{"nginx " + firstLine(ctx, h.tools.nginx, "-v"), "wrk " + firstLine(ctx, h.tools.wrk, "--version")}
 	if h.edgeBin != "" {
 		versions = append(versions, "edge "+firstLine(ctx, h.edgeBin, "version"))
 	}
+	if h.haproxy != nil {
+		versions = append(versions, "haproxy "+firstLine(ctx, h.tools.haproxy, "-v"))
+	}
+	if h.caddy != nil {
+		versions = append(versions, "caddy "+firstLine(ctx, h.tools.caddy, "version"))
+	}
 	if h.redis != nil {
 		versions = append(versions, "redis "+firstLine(ctx, h.tools.redis, "--version"))
 	}
-	fmt.Printf("tools: %s\n", strings.Join(versions, "; "))
+	fmt.Fprintf(h.out, "tools: %s\n", strings.Join(versions, "; "))
 	clients := "wrk"
 	if slices.Contains(h.opts.cases, caseTransfer) {
 		clients = "wrk and the transfer client"
 	}
 	if h.pin {
-		fmt.Printf("pinning: %s on CPU %d; %s on CPU %d\n", strings.Join(h.sup.names(), ", "), h.opts.serverCPU, clients, h.opts.clientCPU)
+		fmt.Fprintf(h.out, "pinning: %s on CPU %d; %s on CPU %d\n", strings.Join(h.sup.names(), ", "), h.opts.serverCPU, clients, h.opts.clientCPU)
 	} else {
-		fmt.Println("pinning: none")
+		fmt.Fprintln(h.out, "pinning: none")
 	}
-	fmt.Printf("load: wrk %d connections, %d thread(s), %s per run, %s warm-up per case, %d interleaved rounds\n",
+	fmt.Fprintf(h.out, "load: wrk %d connections, %d thread(s), %s per run, %s warm-up per case, %d interleaved rounds\n",
 		h.opts.connections, h.opts.threads, h.opts.duration, h.opts.warmup, h.opts.rounds)
 	if h.agent != nil {
-		fmt.Printf("tunnel: agent %s connected to edge; tunnel cases also run at 1 connection for %s per round\n",
+		fmt.Fprintf(h.out, "tunnel: agent %s connected to edge; tunnel cases also run at 1 connection for %s per round\n",
 			agentID, h.latencyDuration())
 	}
 	if slices.Contains(h.opts.cases, caseTransfer) {
-		fmt.Printf("transfer: %d sequential %s downloads and uploads per path and round (after 1 unmeasured), one connection\n",
+		fmt.Fprintf(h.out, "transfer: %d sequential %s downloads and uploads per path and round (after 1 unmeasured), one connection\n",
 			h.opts.transfers, bench.FormatBytes(transferSize))
 	}
-	fmt.Println()
+	fmt.Fprintln(h.out)
 }
 
 // reportRows are the medians of each kind of measurement.
@@ -64,19 +69,19 @@ func (h *harness) report(cases []benchCase, res results) reportRows {
 	labels := caseLabels(cases)
 	rows := reportRows{load: bench.Summarize(ids, labels, res.runs)}
 	if len(rows.load) > 0 {
-		fmt.Printf("medians of %d rounds:\n", h.opts.rounds)
-		_ = bench.WriteTable(os.Stdout, bench.Cells(rows.load))
-		fmt.Println()
-		fmt.Println("cpu/req: utime+stime from /proc/<pid>/stat (nginx: master and worker) over the run, divided by its requests.")
-		fmt.Println("req/s: higher is better; p99 and cpu/req: lower is better. spread: (max-min)/median of req/s over the rounds.")
-		fmt.Println("errors: socket errors + non-2xx answers.")
+		fmt.Fprintf(h.out, "medians of %d rounds:\n", h.opts.rounds)
+		_ = bench.WriteTable(h.out, bench.Cells(rows.load))
+		fmt.Fprintln(h.out)
+		fmt.Fprintln(h.out, "cpu/req: utime+stime from /proc/<pid>/stat (nginx: master and worker) over the run, divided by its requests.")
+		fmt.Fprintln(h.out, "req/s: higher is better; p99 and cpu/req: lower is better. spread: (max-min)/median of req/s over the rounds.")
+		fmt.Fprintln(h.out, "errors: socket errors + non-2xx answers.")
 	}
 	tunnel := slices.ContainsFunc(cases, func(c benchCase) bool { return c.viaAgent })
 	if tunnel {
-		fmt.Println("tunnel rows: proxy cpu/req is the whole path (edges, agent and, for the hop, Redis); split below.")
-		fmt.Printf("\ntunnel cases at %d connections (medians of %d rounds):\n", h.opts.connections, h.opts.rounds)
-		_ = bench.WriteTable(os.Stdout, bench.TunnelCells(rows.load))
-		fmt.Println("edge: the edge the agent is connected to; edge2: the hop's entry edge; added p50: over the case in 'over'.")
+		fmt.Fprintln(h.out, "tunnel rows: proxy cpu/req is the whole path (edges, agent and, for the hop, Redis); split below.")
+		fmt.Fprintf(h.out, "\ntunnel cases at %d connections (medians of %d rounds):\n", h.opts.connections, h.opts.rounds)
+		_ = bench.WriteTable(h.out, bench.TunnelCells(rows.load))
+		fmt.Fprintln(h.out, "edge: the edge the agent is connected to; edge2: the hop's entry edge; added p50: over the case in 'over'.")
 	}
 	if len(res.latency) > 0 {
 		var lids []string
@@ -84,24 +89,25 @@ func (h *harness) report(cases []benchCase, res results) reportRows {
 			lids = append(lids, c.id)
 		}
 		rows.latency = bench.Summarize(lids, labels, res.latency)
-		fmt.Printf("\nlatency at 1 connection (sequential requests, wrk -c1, %s per round; medians of %d rounds):\n", h.latencyDuration(), h.opts.rounds)
-		_ = bench.WriteTable(os.Stdout, bench.LatencyCells(rows.latency))
+		fmt.Fprintf(h.out, "\nlatency at 1 connection (sequential requests, wrk -c1, %s per round; medians of %d rounds):\n", h.latencyDuration(), h.opts.rounds)
+		_ = bench.WriteTable(h.out, bench.LatencyCells(rows.latency))
 	}
 	if len(res.transfers) > 0 {
 		rows.transfers = bench.SummarizeTransfers(transferPaths(), transferLabels(), res.transfers)
-		fmt.Printf("\ntransfers (median over every transfer of every round; MB = 10^6 bytes):\n")
-		_ = bench.WriteTable(os.Stdout, bench.TransferCells(rows.transfers))
-		fmt.Println("path cpu/MiB: CPU of the edges, agent and Redis on the path per MiB moved; spread: (max-min)/median of the rounds' medians.")
+		fmt.Fprintf(h.out, "\ntransfers (median over every transfer of every round; MB = 10^6 bytes):\n")
+		_ = bench.WriteTable(h.out, bench.TransferCells(rows.transfers))
+		fmt.Fprintln(h.out, "path cpu/MiB: CPU of the edges, agent and Redis on the path per MiB moved; spread: (max-min)/median of the rounds' medians.")
 	}
-	if findings := bench.TunnelFindings(rows.load, rows.latency, rows.transfers); len(findings) > 0 {
-		fmt.Println("\nfindings:")
+	findings := slices.Concat(bench.PeerFindings(rows.load), bench.TunnelFindings(rows.load, rows.latency, rows.transfers))
+	if len(findings) > 0 {
+		fmt.Fprintln(h.out, "\nfindings:")
 		for _, f := range findings {
-			fmt.Println("- " + f)
+			fmt.Fprintln(h.out, "- "+f)
 		}
 	}
 	for _, r := range rows.load {
 		if r.RPSSpread > noisySpread {
-			fmt.Printf("warning: req/s of %s varied by %.0f%% over the rounds (load average now %s): something else is\n"+
+			fmt.Fprintf(h.out, "warning: req/s of %s varied by %.0f%% over the rounds (load average now %s): something else is\n"+
 				"using the CPUs; compare ratios, not absolute numbers, or rerun on an idle machine with more rounds.\n",
 				r.Case, 100*r.RPSSpread, loadAvg())
 			break
@@ -131,135 +137,6 @@ func proxyCPU(r bench.Run) string {
 		return "-"
 	}
 	return bench.FormatDuration(r.ProxyCPUPerRequest())
-}
-
-type jsonRun struct {
-	Case               string             `json:"case"`
-	Round              int                `json:"round"`
-	Connections        int                `json:"connections"`
-	Requests           int64              `json:"requests"`
-	RequestsPerSecond  float64            `json:"requests_per_second"`
-	P50Seconds         float64            `json:"p50_seconds"`
-	P99Seconds         float64            `json:"p99_seconds"`
-	ProxyCPUSeconds    float64            `json:"proxy_cpu_seconds"`
-	ProxyCPUByProcess  map[string]float64 `json:"proxy_cpu_seconds_by_process,omitempty"`
-	UpstreamCPUSeconds float64            `json:"upstream_cpu_seconds"`
-	SocketErrors       int64              `json:"socket_errors"`
-	Non2xx3xx          int64              `json:"non_2xx_3xx"`
-}
-
-type jsonRow struct {
-	Case                            string             `json:"case"`
-	Label                           string             `json:"label"`
-	Rounds                          int                `json:"rounds"`
-	RequestsPerSecond               float64            `json:"requests_per_second"`
-	P50Seconds                      float64            `json:"p50_seconds"`
-	P99Seconds                      float64            `json:"p99_seconds"`
-	ProxyCPUSecondsPerRequest       float64            `json:"proxy_cpu_seconds_per_request,omitempty"`
-	ProxyCPUSecondsPerRequestByProc map[string]float64 `json:"proxy_cpu_seconds_per_request_by_process,omitempty"`
-	UpstreamCPUSecondsPerRequest    float64            `json:"upstream_cpu_seconds_per_request"`
-	Errors                          int64              `json:"errors"`
-}
-
-type jsonTransferBatch struct {
-	Path              string             `json:"path"`
-	Direction         string             `json:"direction"`
-	Round             int                `json:"round"`
-	Bytes             []int64            `json:"bytes"`
-	Seconds           []float64          `json:"seconds"`
-	ProxyCPUSeconds   float64            `json:"proxy_cpu_seconds"`
-	ProxyCPUByProcess map[string]float64 `json:"proxy_cpu_seconds_by_process,omitempty"`
-}
-
-type jsonTransferRow struct {
-	Path                  string  `json:"path"`
-	Direction             string  `json:"direction"`
-	Transfers             int     `json:"transfers"`
-	Bytes                 int64   `json:"bytes"`
-	MBPerSecond           float64 `json:"mb_per_second"`
-	SlowestMBPerSecond    float64 `json:"slowest_mb_per_second"`
-	ProxyCPUSecondsPerMiB float64 `json:"proxy_cpu_seconds_per_mib,omitempty"`
-}
-
-func seconds(m map[string]time.Duration) map[string]float64 {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]float64, len(m))
-	for k, v := range m {
-		out[k] = v.Seconds()
-	}
-	return out
-}
-
-func jsonRuns(runs []bench.Run, conns int) []jsonRun {
-	var out []jsonRun
-	for _, r := range runs {
-		out = append(out, jsonRun{
-			Case: r.Case, Round: r.Round, Connections: conns, Requests: r.Wrk.Requests, RequestsPerSecond: r.Wrk.RequestsPerS,
-			P50Seconds: r.Wrk.P50().Seconds(), P99Seconds: r.Wrk.P99().Seconds(),
-			ProxyCPUSeconds: r.ProxyCPU.Seconds(), ProxyCPUByProcess: seconds(r.Parts), UpstreamCPUSeconds: r.UpstreamCPU.Seconds(),
-			SocketErrors: r.Wrk.SocketErrors, Non2xx3xx: r.Wrk.Non2xx3xx,
-		})
-	}
-	return out
-}
-
-func jsonRows(rows []bench.Row) []jsonRow {
-	var out []jsonRow
-	for _, r := range rows {
-		out = append(out, jsonRow{
-			Case: r.Case, Label: r.Label, Rounds: r.Rounds, RequestsPerSecond: r.RPS,
-			P50Seconds: r.P50.Seconds(), P99Seconds: r.P99.Seconds(),
-			ProxyCPUSecondsPerRequest: r.ProxyCPUPerRequest.Seconds(), ProxyCPUSecondsPerRequestByProc: seconds(r.PartsPerRequest),
-			UpstreamCPUSecondsPerRequest: r.UpstreamCPUPerRequest.Seconds(), Errors: r.Errors,
-		})
-	}
-	return out
-}
-
-// writeJSON records every run and the medians, for tracking numbers across commits.
-func writeJSON(path string, o options, res results, rows reportRows) error {
-	doc := struct {
-		Time            time.Time           `json:"time"`
-		Rounds          int                 `json:"rounds"`
-		Duration        string              `json:"duration"`
-		Connections     int                 `json:"connections"`
-		Threads         int                 `json:"threads"`
-		Runs            []jsonRun           `json:"runs"`
-		Medians         []jsonRow           `json:"medians"`
-		LatencyRuns     []jsonRun           `json:"latency_runs,omitempty"`
-		LatencyMedians  []jsonRow           `json:"latency_medians,omitempty"`
-		Transfers       []jsonTransferBatch `json:"transfers,omitempty"`
-		TransferMedians []jsonTransferRow   `json:"transfer_medians,omitempty"`
-	}{
-		Time: time.Now().UTC(), Rounds: o.rounds, Duration: o.duration.String(), Connections: o.connections, Threads: o.threads,
-		Runs: jsonRuns(res.runs, o.connections), Medians: jsonRows(rows.load),
-		LatencyRuns: jsonRuns(res.latency, 1), LatencyMedians: jsonRows(rows.latency),
-	}
-	for _, b := range res.transfers {
-		jb := jsonTransferBatch{Path: b.Path, Direction: b.Direction, Round: b.Round,
-			ProxyCPUSeconds: b.ProxyCPU.Seconds(), ProxyCPUByProcess: seconds(b.Parts)}
-		for _, s := range b.Samples {
-			jb.Bytes = append(jb.Bytes, s.Bytes)
-			jb.Seconds = append(jb.Seconds, s.Elapsed.Seconds())
-		}
-		doc.Transfers = append(doc.Transfers, jb)
-	}
-	for _, r := range rows.transfers {
-		doc.TransferMedians = append(doc.TransferMedians, jsonTransferRow{
-			Path: r.Path, Direction: r.Direction, Transfers: r.Transfers, Bytes: r.Bytes, MBPerSecond: r.MBps,
-			SlowestMBPerSecond: r.MinMBps, ProxyCPUSecondsPerMiB: r.ProxyCPUPerMiB.Seconds(),
-		})
-	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 func cpuModel() string {
@@ -293,7 +170,9 @@ func firstLine(ctx context.Context, argv ...string) string {
 	out, _ := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	line = strings.TrimPrefix(line, "nginx version: ")
-	line, _, _ = strings.Cut(line, " Copyright") // wrk
+	line = strings.TrimPrefix(line, "HAProxy version ")
+	line, _, _ = strings.Cut(line, " - https://") // haproxy
+	line, _, _ = strings.Cut(line, " Copyright")  // wrk
 	if len(line) > 80 {
 		line = line[:80]
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -33,11 +35,18 @@ type harness struct {
 	dir   string
 	repo  string
 	sup   *supervisor
+	// out is standard output and printed, which keeps it for the results directory.
+	out     io.Writer
+	printed *bytes.Buffer
 
 	upstream      *proc
 	upstreamPorts [3]int
 	nginx         *proc
 	nginxPort     int
+	haproxy       *proc
+	haproxyPort   int
+	caddy         *proc
+	caddyPort     int
 	edge          *proc
 	edgeBin       string
 	edgePort      int

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -14,6 +14,8 @@ import (
 type tools struct {
 	nginx, wrk string
 	redis      string // empty unless the cases need it (the hop's shared registry)
+	haproxy    string // empty unless the haproxy case runs
+	caddy      string // empty unless the caddy case runs; built, not installed (findCaddy)
 	taskset    string // empty: no pinning
 	perf       string // empty: no profiling
 }
@@ -32,21 +34,29 @@ func findTool(name string) string {
 	return ""
 }
 
-// ensureTools finds nginx, wrk and (when needRedis) redis-server, installing them with apt-get
-// when they are missing and the harness runs as root on Debian (as on CI), and finds taskset and
-// perf if they are there.
-func ensureTools(ctx context.Context, noInstall, needRedis bool) (tools, error) {
-	t := tools{nginx: findTool("nginx"), wrk: findTool("wrk"), taskset: findTool("taskset"), perf: findTool("perf")}
+// wantedTool is a program the harness runs, the Debian package that has it, and where its path
+// goes in tools.
+type wantedTool struct {
+	name, pkg string
+	path      *string
+}
+
+// ensureTools finds nginx, wrk, and what the selected cases add (redis-server for the hop,
+// haproxy), installing them with apt-get when they are missing and the harness runs as root on
+// Debian (as on CI), and finds taskset and perf if they are there.
+func ensureTools(ctx context.Context, noInstall bool, ids []string) (tools, error) {
+	t := tools{taskset: findTool("taskset"), perf: findTool("perf")}
+	wanted := []wantedTool{{"nginx", "nginx-light", &t.nginx}, {"wrk", "wrk", &t.wrk}}
+	if needsSecondEdge(ids) {
+		wanted = append(wanted, wantedTool{"redis-server", "redis-server", &t.redis})
+	}
+	if slices.Contains(ids, caseHAProxy) {
+		wanted = append(wanted, wantedTool{"haproxy", "haproxy", &t.haproxy})
+	}
 	var missing []string
-	if t.nginx == "" {
-		missing = append(missing, "nginx-light")
-	}
-	if t.wrk == "" {
-		missing = append(missing, "wrk")
-	}
-	if needRedis {
-		if t.redis = findTool("redis-server"); t.redis == "" {
-			missing = append(missing, "redis-server")
+	for _, w := range wanted {
+		if *w.path = findTool(w.name); *w.path == "" {
+			missing = append(missing, w.pkg)
 		}
 	}
 	if len(missing) == 0 {
@@ -60,19 +70,18 @@ func ensureTools(ctx context.Context, noInstall, needRedis bool) (tools, error) 
 	if err := aptInstall(ctx, missing); err != nil {
 		return t, err
 	}
-	t.nginx, t.wrk = findTool("nginx"), findTool("wrk")
-	if needRedis {
-		t.redis = findTool("redis-server")
-	}
-	if t.nginx == "" || t.wrk == "" || (needRedis && t.redis == "") {
-		return t, errors.New("nginx, wrk or redis-server still missing after apt-get install")
+	for _, w := range wanted {
+		if *w.path = findTool(w.name); *w.path == "" {
+			return t, fmt.Errorf("%s still missing after apt-get install %s", w.name, w.pkg)
+		}
 	}
 	return t, nil
 }
 
 // aptInstall installs pkgs without letting their maintainer scripts start a system nginx on
-// port 80 or a system redis: processes the harness would have started and not stopped. Debian's policy-rc.d hook
-// (exit 101: "action forbidden") is the documented way; an existing one is left alone.
+// port 80, a system haproxy or a system redis: processes the harness would have started and not
+// stopped. Debian's policy-rc.d hook (exit 101: "action forbidden") is the documented way; an
+// existing one is left alone.
 func aptInstall(ctx context.Context, pkgs []string) error {
 	const policy = "/usr/sbin/policy-rc.d"
 	if !fileExists(policy) {

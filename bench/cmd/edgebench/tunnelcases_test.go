@@ -41,8 +41,8 @@ func TestWithBaselines(t *testing.T) {
 }
 
 func TestTunnelURLsAndProcesses(t *testing.T) {
-	h := &harness{upstreamPorts: [3]int{3001, 3002, 3003}, nginxPort: 4000, edgePort: 5000, edge2Port: 6000,
-		nginx: &proc{name: "nginx"}, edge: &proc{name: "edge"}, edge2: &proc{name: "edge2"}, agent: &proc{name: "agent"}, redis: &proc{name: "redis"}}
+	h := &harness{upstreamPorts: [3]int{3001, 3002, 3003}, nginxPort: 4000, haproxyPort: 4100, caddyPort: 4200, edgePort: 5000, edge2Port: 6000,
+		nginx: &proc{name: "nginx"}, haproxy: &proc{name: "haproxy"}, caddy: &proc{name: "caddy"}, edge: &proc{name: "edge"}, edge2: &proc{name: "edge2"}, agent: &proc{name: "agent"}, redis: &proc{name: "redis"}}
 	tok := caseTokens{api: "api-jwt"}
 	cases := map[string]benchCase{}
 	for _, c := range buildCases(allCaseIDs(), tok) {
@@ -56,6 +56,8 @@ func TestTunnelURLsAndProcesses(t *testing.T) {
 	}{
 		{cases[caseDirect], "http://127.0.0.1:3001" + discovery, nil},
 		{cases[caseNginx], "http://127.0.0.1:4000" + discovery, []string{"nginx"}},
+		{cases[caseHAProxy], "http://127.0.0.1:4100" + discovery, []string{"haproxy"}},
+		{cases[caseCaddy], "http://127.0.0.1:4200" + discovery, []string{"caddy"}},
 		{cases[caseEdgeA], "http://127.0.0.1:5000" + discovery, []string{"edge"}},
 		{cases[caseTunnel], "http://127.0.0.1:5000/-/api/v1/agents/a1/proxy/3001" + discovery, []string{"edge", "agent"}},
 		{cases[caseTunnelHop], "http://127.0.0.1:6000/-/api/v1/agents/a1/proxy/3001" + discovery, []string{"edge2", "edge", "agent", "redis"}},

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gitlab.com/edge/edge/bench"
+)
+
+// startHAProxy starts HAProxy in the foreground (-db: no daemon, no master process), so the
+// supervisor stops it like nginx; its config lives in a directory of its own.
+func (h *harness) startHAProxy(ctx context.Context) error {
+	dir := filepath.Join(h.dir, "haproxy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("haproxy dir: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(conf, []byte(bench.HAProxyConfig(port, h.upstreamPorts[0])), 0o644); err != nil {
+		return fmt.Errorf("write haproxy config: %w", err)
+	}
+	p, err := h.sup.start("haproxy", h.pinned(h.opts.serverCPU, h.tools.haproxy, "-db", "-f", conf))
+	if err != nil {
+		return err
+	}
+	h.haproxy, h.haproxyPort = p, port
+	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
+		return fmt.Errorf("haproxy: %w", err)
+	}
+	return nil
+}
+
+// startCaddy starts Caddy with one P, as edge has once pinned to one CPU and as nginx and HAProxy
+// have one worker; Caddy's data and config directories are kept in its own directory rather
+// than under $HOME.
+func (h *harness) startCaddy(ctx context.Context) error {
+	dir := filepath.Join(h.dir, "caddy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("caddy dir: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	cfg, err := bench.CaddyConfig(port, h.upstreamPorts[0])
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(dir, "caddy.json")
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("write caddy config: %w", err)
+	}
+	env := []string{"GOMAXPROCS=1", "XDG_DATA_HOME=" + filepath.Join(dir, "data"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
+	p, err := h.sup.startEnv("caddy", h.pinned(h.opts.serverCPU, h.tools.caddy, "run", "--config", conf), env)
+	if err != nil {
+		return err
+	}
+	h.caddy, h.caddyPort = p, port
+	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
+		return fmt.Errorf("caddy: %w", err)
+	}
+	return nil
+}
+
+// findCaddy is --caddy-bin, or the Caddy scripts/caddy.sh builds from the Go module proxy once
+// (minutes) and caches; its progress goes to the harness's stderr.
+func (h *harness) findCaddy(ctx context.Context) error {
+	if !slices.Contains(h.opts.cases, caseCaddy) {
+		return nil
+	}
+	if h.opts.caddyBin != "" {
+		h.tools.caddy = h.opts.caddyBin
+		return nil
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(h.repo, "scripts", "caddy.sh"))
+	cmd.Dir, cmd.Stdout, cmd.Stderr = h.repo, &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("scripts/caddy.sh (or give --caddy-bin): %w", err)
+	}
+	h.tools.caddy = strings.TrimSpace(out.String())
+	if !fileExists(h.tools.caddy) {
+		return fmt.Errorf("scripts/caddy.sh printed %q, which is not a file", h.tools.caddy)
+	}
+	return nil
+}

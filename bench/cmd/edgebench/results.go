@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gitlab.com/edge/edge/bench"
+)
+
+// record prints the goals table last and writes the results directory and --json; it runs even
+// after a failed profile, so that the rounds' numbers are not lost.
+func (h *harness) record(res results, rows reportRows) error {
+	goals := h.goals(rows)
+	printed := h.printed.String()
+	h.printGoals(goals)
+	doc := newJSONDoc(h.opts, h.pin, res, rows, goals)
+	if h.opts.jsonOut != "" {
+		if err := writeJSON(h.opts.jsonOut, doc); err != nil {
+			return err
+		}
+	}
+	if h.opts.results == "" {
+		return nil
+	}
+	if err := h.writeResults(printed, doc); err != nil {
+		return err
+	}
+	logf("results in %s", h.opts.results)
+	return nil
+}
+
+// goals are the issue's goals with today's figures: from the medians, and for the long polls
+// from the soak's longpoll.json in the results directory, which make bench writes first.
+func (h *harness) goals(rows reportRows) []bench.Goal {
+	in := bench.GoalInput{Load: rows.load, Transfers: rows.transfers, Connections: h.opts.connections, Pinned: h.pin}
+	in.LongPoll, in.LongPollErr = readLongPoll(h.opts.results)
+	return bench.Goals(in)
+}
+
+// readLongPoll is the soak's result in dir; nil without a results directory or a soak.
+func readLongPoll(dir string) (*bench.LongPoll, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, bench.LongPollFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", bench.LongPollFile, err)
+	}
+	lp, err := bench.ParseLongPoll(b)
+	if err != nil {
+		return nil, err
+	}
+	return &lp, nil
+}
+
+// goalsTitle heads the goals table on the terminal and in the results.
+func (h *harness) goalsTitle() string {
+	return fmt.Sprintf("goals (issue 11): today's figures from the medians of %d rounds of %s at %d connections",
+		h.opts.rounds, h.opts.duration, h.opts.connections)
+}
+
+// printGoals prints the goals table last, as Markdown, ready to paste into the issue.
+func (h *harness) printGoals(goals []bench.Goal) {
+	fmt.Fprintf(h.out, "\n%s:\n\n%s", h.goalsTitle(), bench.GoalsMarkdown(goals))
+}
+
+// writeResults fills the results directory so that two runs can be compared file by file:
+// edgebench.md (what was printed, the tables kept aligned in a code block), edgebench.json
+// (runs, medians, goals), and the goals alone in goals.md and goals.json.
+func (h *harness) writeResults(printed string, doc jsonDoc) error {
+	dir := h.opts.results
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("results directory: %w", err)
+	}
+	table := bench.GoalsMarkdown(doc.Goals)
+	md := "# edgebench\n\n```\n" + strings.TrimRight(printed, "\n") + "\n```\n\n## " + h.goalsTitle() + "\n\n" + table
+	goalsMD := fmt.Sprintf("# edgebench goals, %s\n\n%s.\n\n%s", doc.Time.Format(time.RFC3339), h.goalsTitle(), table)
+	for name, text := range map[string]string{"edgebench.md": md, "goals.md": goalsMD} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, "edgebench.json"), doc); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, "goals.json"), doc.Goals)
+}

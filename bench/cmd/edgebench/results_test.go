@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gitlab.com/edge/edge/bench"
+)
+
+func TestWriteResults(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run1") // made by writeResults
+	h := &harness{opts: options{results: dir, rounds: 3, duration: 10 * time.Second, connections: 64}}
+	rows := reportRows{load: []bench.Row{{Case: "nginx", RPS: 25000}, {Case: "edge-a", RPS: 20000}}}
+	goals := bench.Goals(bench.GoalInput{Load: rows.load, Connections: 64})
+	doc := newJSONDoc(h.opts, true, results{runs: []bench.Run{{Case: "edge-a", Round: 1}}}, rows, goals)
+	if err := h.writeResults("medians of 3 rounds:\ncase  req/s\n", doc); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	md := read("edgebench.md")
+	for _, want := range []string{"```\nmedians of 3 rounds:\ncase  req/s\n```", "| (a) plain GET, legacy route (edge-a) vs nginx req/s | >= 0.6x | 0.80x"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("edgebench.md lacks %q:\n%s", want, md)
+		}
+	}
+	if g := read("goals.md"); !strings.Contains(g, "| case | goal | today | met |") || strings.Contains(g, "medians of 3 rounds:\n") {
+		t.Errorf("goals.md: want the goals table alone:\n%s", g)
+	}
+	var all struct {
+		Runs  []jsonRun `json:"runs"`
+		Goals []map[string]any
+	}
+	if err := json.Unmarshal([]byte(read("edgebench.json")), &all); err != nil || len(all.Runs) != 1 || len(all.Goals) != 9 {
+		t.Errorf("edgebench.json: %d runs, %d goals (%v)", len(all.Runs), len(all.Goals), err)
+	}
+	var only []map[string]any
+	if err := json.Unmarshal([]byte(read("goals.json")), &only); err != nil || len(only) != 9 {
+		t.Fatalf("goals.json: %d goals (%v)", len(only), err)
+	}
+	if got := len(only[0]); got != 4 || only[0]["met"] != true || only[0]["goal"] != ">= 0.6x" {
+		t.Errorf("goals.json row: got %v, want {case, today, goal, met}", only[0])
+	}
+}
+
+func TestReadLongPoll(t *testing.T) {
+	dir := t.TempDir()
+	if lp, err := readLongPoll(dir); lp != nil || err != nil {
+		t.Errorf("no soak: got %v %v", lp, err)
+	}
+	if lp, err := readLongPoll(""); lp != nil || err != nil {
+		t.Errorf("no results dir: got %v %v", lp, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "longpoll.json"), []byte(`{"polls_requested":10000,"polls_held":10000}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if lp, err := readLongPoll(dir); err != nil || lp == nil || lp.PollsHeld != 10000 {
+		t.Errorf("soak: got %+v %v", lp, err)
+	}
+}
