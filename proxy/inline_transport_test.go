@@ -310,3 +310,70 @@ func idleAlive(rt *InlineTransport, url string) bool {
 	conns := rt.idle[strings.TrimPrefix(url, "http://")]
 	return len(conns) > 0 && conns[len(conns)-1].alive()
 }
+
+// rawCell answers every connection's first request with answer, as bytes, then closes.
+func rawCell(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					io.WriteString(c, answer)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func TestInlineMalformedAnswersAre502(t *testing.T) {
+	for name, answer := range map[string]string{
+		"not HTTP":                 "HELLO\r\n\r\n",
+		"bad status":               "HTTP/1.1 2x0 OK\r\n\r\n",
+		"bad content length":       "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n",
+		"two content lengths":      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+		"unasked switching":        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n",
+		"closed without an answer": "",
+		"headers cut short":        "HTTP/1.1 200 OK\r\nContent-Le",
+	} {
+		rt := newCellTransport(time.Second, 5*time.Second)
+		resp, err := get(t, rt, context.Background(), rawCell(t, answer))
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: answer accepted (%d), want an error", name, resp.StatusCode)
+			continue
+		}
+		if status, _ := statusOf(err); status != http.StatusBadGateway {
+			t.Errorf("%s: %v maps to %d, want 502", name, err, status)
+		}
+	}
+}
+
+func TestInlineBodyCutShortIsAnErrorNotAReuse(t *testing.T) {
+	rt := newCellTransport(time.Second, 5*time.Second)
+	url := rawCell(t, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+	resp, err := get(t, rt, context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a body 7 bytes short: %v, want unexpected EOF", err)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if n := len(rt.idle[strings.TrimPrefix(url, "http://")]); n != 0 {
+		t.Errorf("%d idle connections after a broken answer, want 0", n)
+	}
+}
