@@ -94,8 +94,8 @@ func (h *harness) startRedis(ctx context.Context) error {
 		return err
 	}
 	h.redisAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	p, err := h.sup.start("redis", h.pinned(h.opts.serverCPU, h.tools.redis, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"))
+	p, err := h.sup.Start("redis", h.pinned(h.opts.serverCPU, h.tools.redis, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"), bench.StartOptions{})
 	if err != nil {
 		return err
 	}
@@ -145,9 +145,9 @@ func (h *harness) startEdge2(ctx context.Context, jwtPub string) error {
 // and waits until every edge of the run lists its connection (the second edge reads it from
 // Redis, so the hop is known to be possible before it is measured).
 func (h *harness) startAgent(ctx context.Context) error {
-	p, err := h.sup.start("agent", h.pinned(h.opts.serverCPU, h.edgeBin, "agent",
+	p, err := h.sup.Start("agent", h.pinned(h.opts.serverCPU, h.edgeBin, "agent",
 		"--edge", fmt.Sprintf("http://127.0.0.1:%d", h.edgePort), "--token-file", h.path(agentTokenFile),
-		"--allow-port", strconv.Itoa(h.upstreamPorts[0]), "--log-level", "warn"))
+		"--allow-port", strconv.Itoa(h.upstreamPorts[0]), "--log-level", "warn"), bench.StartOptions{})
 	if err != nil {
 		return err
 	}

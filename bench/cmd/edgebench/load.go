@@ -41,7 +41,7 @@ func (h *harness) url(c benchCase) string {
 // part is one process on a case's path, named as in the table's CPU split.
 type part struct {
 	name string
-	p    *proc
+	p    *bench.Proc
 }
 
 // pathProcs are the processes between the client and the upstream, the one the client talks to
@@ -66,7 +66,7 @@ func (h *harness) pathProcs(c benchCase) []part {
 }
 
 // proxy is the process a case's client talks to (what --profile samples); nil for direct.
-func (h *harness) proxy(c benchCase) *proc {
+func (h *harness) proxy(c benchCase) *bench.Proc {
 	if ps := h.pathProcs(c); len(ps) > 0 {
 		return ps[0].p
 	}
@@ -78,7 +78,7 @@ func cpuOf(ps []part) ([]time.Duration, error) {
 	out := make([]time.Duration, len(ps))
 	for i, x := range ps {
 		var err error
-		if out[i], err = bench.TreeCPU("/proc", x.p.pid()); err != nil {
+		if out[i], err = bench.TreeCPU("/proc", x.p.PID()); err != nil {
 			return nil, fmt.Errorf("cpu of %s: %w", x.name, err)
 		}
 	}
@@ -106,8 +106,8 @@ func spent(ps []part, before, after []time.Duration) (total, upstream time.Durat
 // failed is the first of ps that has exited.
 func failed(ps []part) error {
 	for _, x := range ps {
-		if x.p.exited() {
-			return x.p.failure()
+		if x.p.Exited() {
+			return x.p.Failure()
 		}
 	}
 	return nil

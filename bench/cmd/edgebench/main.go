@@ -52,8 +52,8 @@ func run() int {
 	}
 	// What is printed is kept too, for the results directory's edgebench.md.
 	var printed bytes.Buffer
-	h := &harness{opts: opts, dir: dir, sup: &supervisor{dir: dir}, out: io.MultiWriter(os.Stdout, &printed), printed: &printed}
-	defer h.sup.stopAll()
+	h := &harness{opts: opts, dir: dir, sup: &bench.Supervisor{Dir: dir, Name: "edgebench"}, out: io.MultiWriter(os.Stdout, &printed), printed: &printed}
+	defer h.sup.StopAll()
 
 	err = h.benchmark(ctx)
 	switch {

@@ -28,7 +28,7 @@ func (h *harness) startHAProxy(ctx context.Context) error {
 	if err := os.WriteFile(conf, []byte(bench.HAProxyConfig(port, h.upstreamPorts[0])), 0o644); err != nil {
 		return fmt.Errorf("write haproxy config: %w", err)
 	}
-	p, err := h.sup.start("haproxy", h.pinned(h.opts.serverCPU, h.tools.haproxy, "-db", "-f", conf))
+	p, err := h.sup.Start("haproxy", h.pinned(h.opts.serverCPU, h.tools.haproxy, "-db", "-f", conf), bench.StartOptions{})
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (h *harness) startCaddy(ctx context.Context) error {
 		return fmt.Errorf("write caddy config: %w", err)
 	}
 	env := []string{"GOMAXPROCS=1", "XDG_DATA_HOME=" + filepath.Join(dir, "data"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
-	p, err := h.sup.startEnv("caddy", h.pinned(h.opts.serverCPU, h.tools.caddy, "run", "--config", conf), env)
+	p, err := h.sup.Start("caddy", h.pinned(h.opts.serverCPU, h.tools.caddy, "run", "--config", conf), bench.StartOptions{Env: env})
 	if err != nil {
 		return err
 	}

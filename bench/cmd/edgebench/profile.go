@@ -26,7 +26,7 @@ func (h *harness) profile(ctx context.Context, cases []benchCase, scripts map[st
 	proxy := h.proxy(c)
 	secs := max(1, int(h.opts.duration.Seconds()+0.5))
 	argv := h.pinned(h.opts.clientCPU, h.tools.perf, "record", "-q", "-F", "999", "-g",
-		"-o", h.opts.profileOut, "-p", strconv.Itoa(proxy.pid()), "--", "sleep", strconv.Itoa(secs))
+		"-o", h.opts.profileOut, "-p", strconv.Itoa(proxy.PID()), "--", "sleep", strconv.Itoa(secs))
 	perf := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	perfLog, err := os.Create(h.dir + "/perf-record.log")
 	if err != nil {

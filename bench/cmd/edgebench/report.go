@@ -37,7 +37,7 @@ func (h *harness) printHeader(ctx context.Context) {
 		clients = "wrk and the transfer client"
 	}
 	if h.pin {
-		fmt.Fprintf(h.out, "pinning: %s on CPU %d; %s on CPU %d\n", strings.Join(h.sup.names(), ", "), h.opts.serverCPU, clients, h.opts.clientCPU)
+		fmt.Fprintf(h.out, "pinning: %s on CPU %d; %s on CPU %d\n", strings.Join(h.sup.Names(), ", "), h.opts.serverCPU, clients, h.opts.clientCPU)
 	} else {
 		fmt.Fprintln(h.out, "pinning: none")
 	}

@@ -34,30 +34,30 @@ type harness struct {
 	pin   bool
 	dir   string
 	repo  string
-	sup   *supervisor
+	sup   *bench.Supervisor
 	// out is standard output and printed, which keeps it for the results directory.
 	out     io.Writer
 	printed *bytes.Buffer
 
-	upstream      *proc
+	upstream      *bench.Proc
 	upstreamPorts [3]int
-	nginx         *proc
+	nginx         *bench.Proc
 	nginxPort     int
-	haproxy       *proc
+	haproxy       *bench.Proc
 	haproxyPort   int
-	caddy         *proc
+	caddy         *bench.Proc
 	caddyPort     int
-	edge          *proc
+	edge          *bench.Proc
 	edgeBin       string
 	edgePort      int
 	edgeOpsPort   int
 
 	// The tunnel cases: the agent (connected to edge), the second edge of the hop and the
 	// registry (Redis) the two edges share.
-	agent     *proc
-	edge2     *proc
+	agent     *bench.Proc
+	edge2     *bench.Proc
 	edge2Port int
-	redis     *proc
+	redis     *bench.Proc
 	redisAddr string
 	tokens    caseTokens
 }
@@ -88,7 +88,7 @@ func (h *harness) startUpstream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.sup.start("upstream", h.pinned(h.opts.serverCPU, bin, "--listen", "127.0.0.1:0,127.0.0.1:0,127.0.0.1:0"))
+	p, err := h.sup.Start("upstream", h.pinned(h.opts.serverCPU, bin, "--listen", "127.0.0.1:0,127.0.0.1:0,127.0.0.1:0"), bench.StartOptions{})
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (h *harness) startUpstream(ctx context.Context) error {
 	var ports []int
 	err = poll(ctx, p, func() (bool, error) {
 		ports = ports[:0]
-		f, err := os.Open(p.log)
+		f, err := os.Open(p.Log)
 		if err != nil {
 			return false, nil
 		}
@@ -141,8 +141,8 @@ func (h *harness) startNginx(ctx context.Context) error {
 	if err := os.WriteFile(conf, []byte(bench.NginxConfig(prefix, port, h.upstreamPorts[0])), 0o644); err != nil {
 		return fmt.Errorf("write nginx config: %w", err)
 	}
-	p, err := h.sup.start("nginx", h.pinned(h.opts.serverCPU, h.tools.nginx,
-		"-p", prefix, "-e", filepath.Join(prefix, "error.log"), "-c", conf, "-g", "daemon off;"))
+	p, err := h.sup.Start("nginx", h.pinned(h.opts.serverCPU, h.tools.nginx,
+		"-p", prefix, "-e", filepath.Join(prefix, "error.log"), "-c", conf, "-g", "daemon off;"), bench.StartOptions{})
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (h *harness) startEdge(ctx context.Context, jwtPub string) error {
 }
 
 // startEdgeProc writes name.yaml and starts an edge with it, ready when its /readyz is 200.
-func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents bench.EdgeAgents) (*proc, int, int, error) {
+func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents bench.EdgeAgents) (*bench.Proc, int, int, error) {
 	pub, err := freePort()
 	if err != nil {
 		return nil, 0, 0, err
@@ -199,7 +199,7 @@ func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		return nil, 0, 0, fmt.Errorf("write %s config: %w", name, err)
 	}
-	p, err := h.sup.start(name, h.pinned(h.opts.serverCPU, h.edgeBin, "serve", "--config", conf))
+	p, err := h.sup.Start(name, h.pinned(h.opts.serverCPU, h.edgeBin, "serve", "--config", conf), bench.StartOptions{})
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -221,7 +221,7 @@ func freePort() (int, error) {
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or startTimeout passes.
-func waitHTTP(ctx context.Context, p *proc, url string) error {
+func waitHTTP(ctx context.Context, p *bench.Proc, url string) error {
 	client := &http.Client{Timeout: time.Second}
 	lastErr := fmt.Errorf("no answer")
 	err := poll(ctx, p, func() (bool, error) {
@@ -234,14 +234,14 @@ func waitHTTP(ctx context.Context, p *proc, url string) error {
 		lastErr = fmt.Errorf("GET %s: %s", url, resp.Status)
 		return resp.StatusCode == http.StatusOK, nil
 	})
-	if err != nil && !p.exited() {
+	if err != nil && !p.Exited() {
 		return fmt.Errorf("%w (last: %v)", err, lastErr)
 	}
 	return err
 }
 
 // poll calls check every 50 ms until it reports done, fails, p exits, ctx ends, or startTimeout.
-func poll(ctx context.Context, p *proc, check func() (bool, error)) error {
+func poll(ctx context.Context, p *bench.Proc, check func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -253,13 +253,13 @@ func poll(ctx context.Context, p *proc, check func() (bool, error)) error {
 			return err
 		case done:
 			return nil
-		case p.exited():
-			return p.failure()
+		case p.Exited():
+			return p.Failure()
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("not ready: %w", ctx.Err())
-		case <-p.done:
+		case <-p.Done():
 		case <-tick.C:
 		}
 	}

@@ -42,7 +42,7 @@ func TestWithBaselines(t *testing.T) {
 
 func TestTunnelURLsAndProcesses(t *testing.T) {
 	h := &harness{upstreamPorts: [3]int{3001, 3002, 3003}, nginxPort: 4000, haproxyPort: 4100, caddyPort: 4200, edgePort: 5000, edge2Port: 6000,
-		nginx: &proc{name: "nginx"}, haproxy: &proc{name: "haproxy"}, caddy: &proc{name: "caddy"}, edge: &proc{name: "edge"}, edge2: &proc{name: "edge2"}, agent: &proc{name: "agent"}, redis: &proc{name: "redis"}}
+		nginx: &bench.Proc{Name: "nginx"}, haproxy: &bench.Proc{Name: "haproxy"}, caddy: &bench.Proc{Name: "caddy"}, edge: &bench.Proc{Name: "edge"}, edge2: &bench.Proc{Name: "edge2"}, agent: &bench.Proc{Name: "agent"}, redis: &bench.Proc{Name: "redis"}}
 	tok := caseTokens{api: "api-jwt"}
 	cases := map[string]benchCase{}
 	for _, c := range buildCases(allCaseIDs(), tok) {
@@ -74,7 +74,7 @@ func TestTunnelURLsAndProcesses(t *testing.T) {
 			var got []string
 			for _, p := range h.pathProcs(tt.c) {
 				got = append(got, p.name)
-				if p.p == nil || p.p.name != p.name {
+				if p.p == nil || p.p.Name != p.name {
 					t.Errorf("part %s: process %v", p.name, p.p)
 				}
 			}

@@ -8,14 +8,16 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 // startClients starts the client processes, each with its share of the polls and of the
 // other traffic.
-func (s *soak) startClients(t soakTokens, start, otherEnd, deadline time.Time) ([]*proc, error) {
+func (s *soak) startClients(t soakTokens, start, otherEnd, deadline time.Time) ([]*bench.Proc, error) {
 	n := s.plan.Clients
 	idPrefix := strconv.FormatInt(time.Now().UnixNano(), 36)
-	var procs []*proc
+	var procs []*bench.Proc
 	first := 0
 	for i := range n {
 		polls := s.plan.Polls / n
@@ -35,7 +37,7 @@ func (s *soak) startClients(t soakTokens, start, otherEnd, deadline time.Time) (
 		if err != nil {
 			return nil, fmt.Errorf("encode client job: %w", err)
 		}
-		p, err := s.sup.start(fmt.Sprintf("client%d", i), []string{s.self, clientCommand}, stdin)
+		p, err := s.sup.Start(fmt.Sprintf("client%d", i), []string{s.self, clientCommand}, bench.StartOptions{Stdin: stdin, Stdout: true})
 		if err != nil {
 			return nil, err
 		}
@@ -46,30 +48,30 @@ func (s *soak) startClients(t soakTokens, start, otherEnd, deadline time.Time) (
 
 // waitClients waits for every client to finish (each gives up at its deadline), kills those
 // still running at limit, and adds up their results.
-func (s *soak) waitClients(ctx context.Context, procs []*proc, limit time.Time) (clientResult, error) {
+func (s *soak) waitClients(ctx context.Context, procs []*bench.Proc, limit time.Time) (clientResult, error) {
 	var total clientResult
 	for _, p := range procs {
 		timer := time.NewTimer(time.Until(limit))
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-ctx.Done():
 			timer.Stop()
 			return clientResult{}, ctx.Err()
 		case <-timer.C:
-			_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-			<-p.done
+			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+			<-p.Done()
 		}
 		timer.Stop()
-		if p.err != nil {
-			return clientResult{}, p.failure()
+		if p.Err() != nil {
+			return clientResult{}, p.Failure()
 		}
-		b, err := os.ReadFile(p.out)
+		b, err := os.ReadFile(p.Out)
 		if err != nil {
-			return clientResult{}, fmt.Errorf("%s's result: %w", p.name, err)
+			return clientResult{}, fmt.Errorf("%s's result: %w", p.Name, err)
 		}
 		var r clientResult
 		if err := json.Unmarshal(b, &r); err != nil {
-			return clientResult{}, fmt.Errorf("%s's result: %w", p.name, err)
+			return clientResult{}, fmt.Errorf("%s's result: %w", p.Name, err)
 		}
 		total.Polls.merge(r.Polls)
 		total.Other.merge(r.Other)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 // edgeConfig is edge's config for the soak: the legacy cell and cell 2 on the cell process's
@@ -52,7 +54,7 @@ func freeAddr(host string) (string, error) {
 const startTimeout = 20 * time.Second
 
 // waitReady polls url until it answers 200, p exits, or startTimeout passes.
-func waitReady(ctx context.Context, p *proc, url string) error {
+func waitReady(ctx context.Context, p *bench.Proc, url string) error {
 	client := &http.Client{Timeout: time.Second}
 	last := "no answer"
 	return poll(ctx, p, func() (bool, error) {
@@ -69,10 +71,10 @@ func waitReady(ctx context.Context, p *proc, url string) error {
 
 // cellAddrs reads the listeners the cell process printed ("listening NAME ADDR"), once it
 // printed "ready".
-func cellAddrs(ctx context.Context, p *proc) (map[string]string, error) {
+func cellAddrs(ctx context.Context, p *bench.Proc) (map[string]string, error) {
 	addrs := map[string]string{}
 	err := poll(ctx, p, func() (bool, error) {
-		f, err := os.Open(p.out)
+		f, err := os.Open(p.Out)
 		if err != nil {
 			return false, nil
 		}
@@ -101,7 +103,7 @@ func cellAddrs(ctx context.Context, p *proc) (map[string]string, error) {
 }
 
 // poll calls check every 50 ms until it is done, fails, p exits, ctx ends or startTimeout.
-func poll(ctx context.Context, p *proc, check func() (bool, error), last func() string) error {
+func poll(ctx context.Context, p *bench.Proc, check func() (bool, error), last func() string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -113,13 +115,13 @@ func poll(ctx context.Context, p *proc, check func() (bool, error), last func() 
 			return err
 		case done:
 			return nil
-		case p.exited():
-			return p.failure()
+		case p.Exited():
+			return p.Failure()
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready (last: %s): %w", p.name, last(), ctx.Err())
-		case <-p.done:
+			return fmt.Errorf("%s not ready (last: %s): %w", p.Name, last(), ctx.Err())
+		case <-p.Done():
 		case <-tick.C:
 		}
 	}

@@ -26,12 +26,12 @@ type soak struct {
 	o      options
 	plan   fdPlan
 	out    io.Writer
-	sup    *supervisor
+	sup    *bench.Supervisor
 	http   *http.Client
 	self   string
-	cell   *proc
+	cell   *bench.Proc
 	cellCo string // the cell's control listener
-	edge   *proc
+	edge   *bench.Proc
 	public string // edge's public listener
 	ops    string // edge's ops listener
 }
@@ -67,8 +67,8 @@ func run(ctx context.Context, o options, out io.Writer) (int, error) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	s := &soak{o: o, plan: plan, out: out, sup: &supervisor{dir: dir}, http: &http.Client{Timeout: 10 * time.Second}, self: self}
-	defer s.sup.stopAll()
+	s := &soak{o: o, plan: plan, out: out, sup: &bench.Supervisor{Dir: dir, Name: "longpollsoak"}, http: &http.Client{Timeout: 10 * time.Second}, self: self}
+	defer s.sup.StopAll()
 	if err := s.start(ctx, dir); err != nil {
 		return 1, err
 	}
@@ -102,7 +102,7 @@ func (s *soak) start(ctx context.Context, dir string) error {
 	}
 	// The cells listen on 127.0.0.2 and .3 and edge on .1: connections to different
 	// destinations may share local ports, so both sides of edge fit in the port range.
-	cellProc, err := s.sup.start("cell", []string{s.self, cellCommand, "-legacy", "127.0.0.2:0", "-cell2", "127.0.0.3:0", "-control", "127.0.0.1:0"}, nil)
+	cellProc, err := s.sup.Start("cell", []string{s.self, cellCommand, "-legacy", "127.0.0.2:0", "-cell2", "127.0.0.3:0", "-control", "127.0.0.1:0"}, bench.StartOptions{Stdout: true})
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (s *soak) start(ctx context.Context, dir string) error {
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("write edge config: %w", err)
 	}
-	if s.edge, err = s.sup.start("edge", []string{edgeBin, "serve", "--config", conf}, nil); err != nil {
+	if s.edge, err = s.sup.Start("edge", []string{edgeBin, "serve", "--config", conf}, bench.StartOptions{Stdout: true}); err != nil {
 		return err
 	}
 	return waitReady(ctx, s.edge, "http://"+s.ops+"/readyz")
@@ -142,13 +142,13 @@ func (s *soak) measure(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	mem := &memSampler{pid: s.edge.pid()}
+	mem := &memSampler{pid: s.edge.PID()}
 	mem.sample()
 	rssBefore := mem.reading().Last
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	go mem.run(sampleCtx)
-	cpu0, err := bench.ReadProcStat("/proc", s.edge.pid())
+	cpu0, err := bench.ReadProcStat("/proc", s.edge.PID())
 	if err != nil {
 		return result{}, err
 	}
@@ -183,7 +183,7 @@ func (s *soak) measure(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cpu1, err := bench.ReadProcStat("/proc", s.edge.pid())
+	cpu1, err := bench.ReadProcStat("/proc", s.edge.PID())
 	if err != nil {
 		return result{}, err
 	}
@@ -206,8 +206,8 @@ func (s *soak) measure(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if s.edge.exited() {
-		return result{}, s.edge.failure()
+	if s.edge.Exited() {
+		return result{}, s.edge.Failure()
 	}
 
 	r := result{
@@ -268,9 +268,9 @@ func (s *soak) progress(ctx context.Context, start, release time.Time, mem *memS
 		if err := waitUntil(ctx, minTime(next, release)); err != nil {
 			return err
 		}
-		for _, p := range []*proc{s.edge, s.cell} {
-			if p.exited() {
-				return p.failure()
+		for _, p := range []*bench.Proc{s.edge, s.cell} {
+			if p.Exited() {
+				return p.Failure()
 			}
 		}
 		if !next.Before(release) {

@@ -37,7 +37,7 @@ type options struct {
 	h2load, taskset      string
 	pinned               bool
 	dir                  string
-	upstream             *proc
+	upstream             *bench.Proc
 }
 
 func main() {
@@ -102,7 +102,7 @@ func isExec(p string) bool {
 // target is one server under load.
 type target struct {
 	id, label string
-	proc      *proc
+	proc      *bench.Proc
 	urls      map[string]string // protocol id: URL; a target is loaded only with the protocols it has a URL for
 	cipher    string            // negotiated with h2load (an OpenSSL client, like wrk)
 }
@@ -161,8 +161,8 @@ func run(ctx context.Context, o *options) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	sup := &supervisor{dir: dir}
-	defer sup.stopAll()
+	sup := &bench.Supervisor{Dir: dir, Name: "tlsbench"}
+	defer sup.StopAll()
 
 	certs, err := writeCerts(dir)
 	if err != nil {
@@ -186,7 +186,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	up, err := sup.start("upstream", o.server(self, "-serve-upstream", fmt.Sprintf("127.0.0.1:%d", upPort)))
+	up, err := sup.Start("upstream", o.server(self, "-serve-upstream", fmt.Sprintf("127.0.0.1:%d", upPort)), bench.StartOptions{})
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (o *options) pin(cpu int, argv []string) []string {
 	return append([]string{o.taskset, "-c", strconv.Itoa(cpu)}, argv...)
 }
 
-func startEdge(ctx context.Context, sup *supervisor, o *options, id, label string, upPort int, c certFiles, withTLS, access bool) (*target, error) {
+func startEdge(ctx context.Context, sup *bench.Supervisor, o *options, id, label string, upPort int, c certFiles, withTLS, access bool) (*target, error) {
 	pub, err := freePort()
 	if err != nil {
 		return nil, err
@@ -276,7 +276,7 @@ func startEdge(ctx context.Context, sup *supervisor, o *options, id, label strin
 	if err := os.WriteFile(conf, []byte(edgeConfig(pub, ops, upPort, c, withTLS, access)), 0o644); err != nil {
 		return nil, err
 	}
-	p, err := sup.start(id, o.server(o.edgeBin, "serve", "--config", conf))
+	p, err := sup.Start(id, o.server(o.edgeBin, "serve", "--config", conf), bench.StartOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func startEdge(ctx context.Context, sup *supervisor, o *options, id, label strin
 	return t, nil
 }
 
-func startNginx(ctx context.Context, sup *supervisor, o *options, upPort int, c certFiles) (*target, error) {
+func startNginx(ctx context.Context, sup *bench.Supervisor, o *options, upPort int, c certFiles) (*target, error) {
 	version, err := nginxVersion(o.nginx)
 	if err != nil {
 		return nil, err
@@ -322,7 +322,7 @@ func startNginx(ctx context.Context, sup *supervisor, o *options, upPort int, c 
 	if err := os.WriteFile(conf, []byte(nginxConfig(prefix, port, plainPort, upPort, c, version, !o.nginxClientCiphers)), 0o644); err != nil {
 		return nil, err
 	}
-	p, err := sup.start("nginx", o.server(o.nginx, "-p", prefix, "-e", filepath.Join(prefix, "error.log"), "-c", conf, "-g", "daemon off;"))
+	p, err := sup.Start("nginx", o.server(o.nginx, "-p", prefix, "-e", filepath.Join(prefix, "error.log"), "-c", conf, "-g", "daemon off;"), bench.StartOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -345,11 +345,11 @@ func startNginx(ctx context.Context, sup *supervisor, o *options, upPort int, c 
 // server (its whole process tree) and the upstream spent per request meanwhile.
 func (o *options) measure(ctx context.Context, t *target, p protocol, d time.Duration) (sample, error) {
 	secs := int(d.Round(time.Second) / time.Second)
-	before, err := bench.TreeCPU("/proc", t.proc.pid())
+	before, err := bench.TreeCPU("/proc", t.proc.PID())
 	if err != nil {
 		return sample{}, err
 	}
-	upBefore, err := bench.TreeCPU("/proc", o.upstream.pid())
+	upBefore, err := bench.TreeCPU("/proc", o.upstream.PID())
 	if err != nil {
 		return sample{}, err
 	}
@@ -400,16 +400,16 @@ func (o *options) measure(ctx context.Context, t *target, p protocol, d time.Dur
 		}
 		s.rps, requests = res.RequestsPerS, res.Succeeded
 	}
-	after, err := bench.TreeCPU("/proc", t.proc.pid())
+	after, err := bench.TreeCPU("/proc", t.proc.PID())
 	if err != nil {
 		return s, err
 	}
-	upAfter, err := bench.TreeCPU("/proc", o.upstream.pid())
+	upAfter, err := bench.TreeCPU("/proc", o.upstream.PID())
 	if err != nil {
 		return s, err
 	}
-	if t.proc.exited() {
-		return s, t.proc.failure()
+	if t.proc.Exited() {
+		return s, t.proc.Failure()
 	}
 	if requests > 0 {
 		s.cpuPerReq = (after - before) / time.Duration(requests)

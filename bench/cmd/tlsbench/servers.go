@@ -12,13 +12,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 const upstreamBody = 1024
@@ -34,85 +33,8 @@ func serveUpstream(addr string) error {
 	}))
 }
 
-// supervisor starts the servers, each in a process group of its own, and stops them all.
-type supervisor struct {
-	dir   string
-	mu    sync.Mutex
-	procs []*proc
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-func (s *supervisor) start(name string, argv []string) (*proc, error) {
-	logPath := filepath.Join(s.dir, name+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	// Its own group (stopping it stops nginx's worker too; Ctrl-C reaches only tlsbench), and
-	// killed if tlsbench is.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { cmd.Wait(); f.Close(); close(p.done) }()
-	s.mu.Lock()
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
-	return p, nil
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *proc) failure() error {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return fmt.Errorf("%s exited: %s", p.name, bytes.TrimSpace(b))
-}
-
-// stopAll stops the servers in reverse order: SIGTERM to the group, SIGKILL after 5 s, and
-// SIGKILL to whatever is left of the group (an orphaned nginx worker).
-func (s *supervisor) stopAll() {
-	s.mu.Lock()
-	procs := s.procs
-	s.procs = nil
-	s.mu.Unlock()
-	for i := len(procs) - 1; i >= 0; i-- {
-		p := procs[i]
-		if !p.exited() {
-			syscall.Kill(-p.pid(), syscall.SIGTERM)
-		}
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-		}
-		syscall.Kill(-p.pid(), syscall.SIGKILL)
-		<-p.done
-	}
-}
-
 // waitReady polls check every 50 ms for up to 20 s, failing early when p exits.
-func waitReady(ctx context.Context, p *proc, check func() error) error {
+func waitReady(ctx context.Context, p *bench.Proc, check func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	for {
@@ -120,12 +42,12 @@ func waitReady(ctx context.Context, p *proc, check func() error) error {
 		if err == nil {
 			return nil
 		}
-		if p.exited() {
-			return p.failure()
+		if p.Exited() {
+			return p.Failure()
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %v", p.name, err)
+			return fmt.Errorf("%s not ready: %v", p.Name, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
