@@ -377,3 +377,31 @@ func TestInlineBodyCutShortIsAnErrorNotAReuse(t *testing.T) {
 		t.Errorf("%d idle connections after a broken answer, want 0", n)
 	}
 }
+
+func TestInlineAnswersThatEndTheConnectionAreNotReused(t *testing.T) {
+	for name, answer := range map[string]string{
+		"Connection: close":                "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.0, body until the close":   "HTTP/1.0 200 OK\r\n\r\nhello",
+		"HTTP/1.1 without a length, close": "HTTP/1.1 200 OK\r\n\r\nhello",
+	} {
+		rt := newCellTransport(time.Second, 5*time.Second)
+		url := rawCell(t, answer)
+		for i := range 2 {
+			resp, err := get(t, rt, context.Background(), url)
+			if err != nil {
+				t.Fatalf("%s, request %d: %v", name, i, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || string(body) != "hello" {
+				t.Errorf("%s, request %d: body %q (%v), want hello", name, i, body, err)
+			}
+		}
+		rt.mu.Lock()
+		n := len(rt.idle[strings.TrimPrefix(url, "http://")])
+		rt.mu.Unlock()
+		if n != 0 {
+			t.Errorf("%s: %d idle connections kept, want 0", name, n)
+		}
+	}
+}
