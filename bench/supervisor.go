@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -176,4 +177,30 @@ func (p *Proc) Failure() error {
 		what = "stderr"
 	}
 	return fmt.Errorf("%s exited (%v); the end of its %s:\n%s", p.Name, p.err, what, bytes.TrimSpace(b))
+}
+
+// WaitReady calls check every 50 ms until it reports ready, fails, the process exits (its
+// Failure), or timeout or ctx ends.
+func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, check func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ready, err := check()
+		switch {
+		case err != nil:
+			return err
+		case ready:
+			return nil
+		case p.Exited():
+			return p.Failure()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w", p.Name, ctx.Err())
+		case <-p.Done():
+		case <-tick.C:
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strconv"
@@ -189,5 +190,34 @@ func TestSupervisorStartError(t *testing.T) {
 	}
 	if n := len(s.Names()); n != 0 {
 		t.Errorf("%d names after a failed start", n)
+	}
+}
+
+func TestWaitReady(t *testing.T) {
+	s := &Supervisor{Dir: t.TempDir()}
+	defer s.StopAll()
+	p, err := s.Start("sleeper", []string{"sleep", "30"}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	if err := p.WaitReady(context.Background(), 10*time.Second, func() (bool, error) {
+		calls++
+		return calls == 3, nil
+	}); err != nil || calls != 3 {
+		t.Errorf("ready on the third check: %v after %d checks", err, calls)
+	}
+	err = p.WaitReady(context.Background(), 200*time.Millisecond, func() (bool, error) { return false, nil })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "sleeper not ready") {
+		t.Errorf("never ready: %v, want sleeper not ready and a deadline", err)
+	}
+
+	dies, err := s.Start("dies", []string{"sh", "-c", "echo 'no such port' >&2; exit 2"}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dies.WaitReady(context.Background(), 10*time.Second, func() (bool, error) { return false, nil })
+	if err == nil || !strings.Contains(err.Error(), "no such port") {
+		t.Errorf("a process that exits: %v, want its failure with its output", err)
 	}
 }

@@ -100,7 +100,7 @@ func (h *harness) startRedis(ctx context.Context) error {
 		return err
 	}
 	h.redis = p
-	if err := poll(ctx, p, func() (bool, error) { return redisPing(h.redisAddr) == nil, nil }); err != nil {
+	if err := p.WaitReady(ctx, startTimeout, func() (bool, error) { return redisPing(h.redisAddr) == nil, nil }); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
@@ -159,7 +159,7 @@ func (h *harness) startAgent(ctx context.Context) error {
 	for _, port := range ports {
 		url := fmt.Sprintf("http://127.0.0.1:%d/-/api/v1/agents/%s/connections", port, agentID)
 		lastErr := fmt.Errorf("no answer")
-		err := poll(ctx, p, func() (bool, error) {
+		err := p.WaitReady(ctx, startTimeout, func() (bool, error) {
 			n, err := h.agentConnections(ctx, url)
 			lastErr = err
 			return n > 0, nil

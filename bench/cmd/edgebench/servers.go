@@ -94,7 +94,7 @@ func (h *harness) startUpstream(ctx context.Context) error {
 	}
 	h.upstream = p
 	var ports []int
-	err = poll(ctx, p, func() (bool, error) {
+	err = p.WaitReady(ctx, startTimeout, func() (bool, error) {
 		ports = ports[:0]
 		f, err := os.Open(p.Log)
 		if err != nil {
@@ -224,7 +224,7 @@ func freePort() (int, error) {
 func waitHTTP(ctx context.Context, p *bench.Proc, url string) error {
 	client := &http.Client{Timeout: time.Second}
 	lastErr := fmt.Errorf("no answer")
-	err := poll(ctx, p, func() (bool, error) {
+	err := p.WaitReady(ctx, startTimeout, func() (bool, error) {
 		resp, err := client.Get(url)
 		if err != nil {
 			lastErr = err
@@ -238,29 +238,4 @@ func waitHTTP(ctx context.Context, p *bench.Proc, url string) error {
 		return fmt.Errorf("%w (last: %v)", err, lastErr)
 	}
 	return err
-}
-
-// poll calls check every 50 ms until it reports done, fails, p exits, ctx ends, or startTimeout.
-func poll(ctx context.Context, p *bench.Proc, check func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		done, err := check()
-		switch {
-		case err != nil:
-			return err
-		case done:
-			return nil
-		case p.Exited():
-			return p.Failure()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready: %w", ctx.Err())
-		case <-p.Done():
-		case <-tick.C:
-		}
-	}
 }

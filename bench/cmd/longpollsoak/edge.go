@@ -57,7 +57,7 @@ const startTimeout = 20 * time.Second
 func waitReady(ctx context.Context, p *bench.Proc, url string) error {
 	client := &http.Client{Timeout: time.Second}
 	last := "no answer"
-	return poll(ctx, p, func() (bool, error) {
+	err := p.WaitReady(ctx, startTimeout, func() (bool, error) {
 		resp, err := client.Get(url)
 		if err != nil {
 			last = err.Error()
@@ -66,14 +66,18 @@ func waitReady(ctx context.Context, p *bench.Proc, url string) error {
 		resp.Body.Close()
 		last = resp.Status
 		return resp.StatusCode == http.StatusOK, nil
-	}, func() string { return last })
+	})
+	if err != nil && !p.Exited() {
+		return fmt.Errorf("%w (last: %s)", err, last)
+	}
+	return err
 }
 
 // cellAddrs reads the listeners the cell process printed ("listening NAME ADDR"), once it
 // printed "ready".
 func cellAddrs(ctx context.Context, p *bench.Proc) (map[string]string, error) {
 	addrs := map[string]string{}
-	err := poll(ctx, p, func() (bool, error) {
+	err := p.WaitReady(ctx, startTimeout, func() (bool, error) {
 		f, err := os.Open(p.Out)
 		if err != nil {
 			return false, nil
@@ -90,7 +94,7 @@ func cellAddrs(ctx context.Context, p *bench.Proc) (map[string]string, error) {
 			}
 		}
 		return false, nil
-	}, func() string { return "no ready line" })
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
@@ -100,29 +104,4 @@ func cellAddrs(ctx context.Context, p *bench.Proc) (map[string]string, error) {
 		}
 	}
 	return addrs, nil
-}
-
-// poll calls check every 50 ms until it is done, fails, p exits, ctx ends or startTimeout.
-func poll(ctx context.Context, p *bench.Proc, check func() (bool, error), last func() string) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		done, err := check()
-		switch {
-		case err != nil:
-			return err
-		case done:
-			return nil
-		case p.Exited():
-			return p.Failure()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready (last: %s): %w", p.Name, last(), ctx.Err())
-		case <-p.Done():
-		case <-tick.C:
-		}
-	}
 }
