@@ -97,40 +97,26 @@ func TestInlineAnswerNotReadToItsEndIsNotReused(t *testing.T) {
 // arrives. It counts the requests it read by method.
 func flakyCell(t *testing.T) (string, func(method string) int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	seen := map[string]int{}
-	go func() {
-		for {
-			c, err := ln.Accept()
+	addr := serveRaw(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for i := 0; ; i++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					mu.Lock()
-					seen[req.Method]++
-					mu.Unlock()
-					if i == 1 {
-						return
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			mu.Lock()
+			seen[req.Method]++
+			mu.Unlock()
+			if i == 1 {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
-	return ln.Addr().String(), func(method string) int {
+	})
+	return addr, func(method string) int {
 		mu.Lock()
 		defer mu.Unlock()
 		return seen[method]
@@ -314,6 +300,17 @@ func idleAlive(rt *InlineTransport, url string) bool {
 // rawCell answers every connection's first request with answer, as bytes, then closes.
 func rawCell(t *testing.T, answer string) string {
 	t.Helper()
+	return "http://" + serveRaw(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			io.WriteString(c, answer)
+		}
+	})
+}
+
+// serveRaw runs handle on each TCP connection to a loopback listener, closing the connection
+// after, and returns the listener's address.
+func serveRaw(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -327,13 +324,11 @@ func rawCell(t *testing.T, answer string) string {
 			}
 			go func() {
 				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					io.WriteString(c, answer)
-				}
+				handle(c)
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String()
+	return ln.Addr().String()
 }
 
 func TestInlineMalformedAnswersAre502(t *testing.T) {
