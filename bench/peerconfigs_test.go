@@ -25,7 +25,7 @@ func TestHAProxyConfig(t *testing.T) {
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
 		if haproxy = "/usr/sbin/haproxy"; !fileIsThere(haproxy) {
-			t.Skip("haproxy not installed (edgebench installs it: apt-get install haproxy)")
+			t.Fatal("haproxy not installed: make test installs it (scripts/deps.sh haproxy=haproxy)")
 		}
 	}
 	conf := filepath.Join(t.TempDir(), "haproxy.cfg")

@@ -81,9 +81,6 @@ func TestSupervisorStopAll(t *testing.T) {
 }
 
 func TestSupervisorKillsWhatIgnoresSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits the 5 s grace")
-	}
 	s := &Supervisor{Dir: t.TempDir(), Name: "test"}
 	defer s.StopAll()
 	// sleep inherits the ignored SIGTERM.
