@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,10 +41,7 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 		p.transports = []*InlineTransport{plain, longPoll}
 		plainTransport, longPollTransport = plain, longPoll
 	}
-	buffers := &bufferPool{}
-	buffers.pool.New = func() any { return new([copyBufferSize]byte) }
-	held := &heldBufferPool{}
-	held.pool.New = func() any { return new([heldCopyBufferSize]byte) }
+	buffers, held := &bufferPool{size: copyBufferSize}, &bufferPool{size: heldCopyBufferSize}
 	targets := make(map[uint64]*target)
 	for _, cell := range p.cells.All() {
 		t := &target{cell: cell}
@@ -199,24 +197,23 @@ const copyBufferSize = 32 << 10
 // releases them; their answers are small (a job's JSON at most).
 const heldCopyBufferSize = 4 << 10
 
-type heldBufferPool struct{ pool sync.Pool }
-
-func (b *heldBufferPool) Get() []byte { return b.pool.Get().(*[heldCopyBufferSize]byte)[:] }
-
-func (b *heldBufferPool) Put(v []byte) {
-	if len(v) == heldCopyBufferSize {
-		b.pool.Put((*[heldCopyBufferSize]byte)(v))
-	}
+// bufferPool hands ReverseProxy copy buffers of one size. It pools each buffer's first byte's
+// address, not the slice: a pointer goes into a sync.Pool without an allocation, a slice header
+// does not.
+type bufferPool struct {
+	size int
+	pool sync.Pool
 }
 
-// bufferPool hands ReverseProxy its copy buffers. Pooling array pointers, not slices, keeps
-// Put from allocating a slice header each time.
-type bufferPool struct{ pool sync.Pool }
-
-func (b *bufferPool) Get() []byte { return b.pool.Get().(*[copyBufferSize]byte)[:] }
+func (b *bufferPool) Get() []byte {
+	if p, ok := b.pool.Get().(*byte); ok {
+		return unsafe.Slice(p, b.size)
+	}
+	return make([]byte, b.size)
+}
 
 func (b *bufferPool) Put(v []byte) {
-	if len(v) == copyBufferSize {
-		b.pool.Put((*[copyBufferSize]byte)(v))
+	if len(v) == b.size && cap(v) == b.size {
+		b.pool.Put(unsafe.SliceData(v))
 	}
 }
