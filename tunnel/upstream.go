@@ -36,7 +36,7 @@ type upstreamHandler struct {
 
 func newUpstreamHandler(o AgentOptions, m *agentMetrics) *upstreamHandler {
 	h := &upstreamHandler{upstreams: o.Upstreams, log: o.Logger, metrics: m, writeError: o.WriteError, removeEdge: o.RemoveEdgeHeaders}
-	var transport http.RoundTripper = &http.Transport{
+	base := &http.Transport{
 		Proxy:                 nil, // upstreams are local: never through an environment proxy
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		DisableCompression:    true,
@@ -44,8 +44,9 @@ func newUpstreamHandler(o AgentOptions, m *agentMetrics) *upstreamHandler {
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+	var transport http.RoundTripper = base
 	if o.WrapTransport != nil {
-		transport = o.WrapTransport(transport.(*http.Transport))
+		transport = o.WrapTransport(base)
 	}
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite:      h.rewrite,
