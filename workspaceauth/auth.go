@@ -52,6 +52,7 @@ type Auth struct {
 	logouts  *logoutCache
 	log      *slog.Logger
 	metrics  *Metrics
+	busyLog  *logLimiter
 }
 
 // New checks the options. The provider is discovered at the first login, so edge starts while
@@ -94,6 +95,7 @@ func New(o Options) (*Auth, error) {
 		logouts:  &logoutCache{ttl: o.Recheck, entries: map[string]logoutEntry{}},
 		log:      o.Log,
 		metrics:  o.Metrics,
+		busyLog:  &logLimiter{every: 10 * time.Second},
 	}
 	if o.Insecure {
 		o.Log.Warn("workspaces: insecure_http is on: session cookies without Secure or __Host-, plain-HTTP URLs; for development only")

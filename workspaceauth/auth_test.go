@@ -71,7 +71,7 @@ func newRig(t *testing.T, configure func(*Options)) *rig {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	r := &rig{t: t, port: port, store: NewMemoryStore(), seen: make(chan http.Header, 100),
+	r := &rig{t: t, port: port, store: NewMemoryStore(DefaultLimits), seen: make(chan http.Header, 100),
 		authz: &fakeAuthorizer{allowed: map[string]bool{"alice/alice": true, "bob/bob": true}}}
 	r.op = oidctest.Start(t, oidctest.Options{
 		RedirectURIs: []string{"http://auth." + testDomain + ":" + port + "/oauth/callback"},
@@ -150,6 +150,24 @@ func browser() *http.Client {
 func get(t *testing.T, c *http.Client, u string, header ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+func post(t *testing.T, c *http.Client, u string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("POST", u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +275,7 @@ func TestLoginFlow(t *testing.T) {
 		}
 	})
 	t.Run("logout", func(t *testing.T) {
-		resp := get(t, c, "http://auth."+testDomain+":"+r.port+"/logout")
+		resp := post(t, c, "http://auth."+testDomain+":"+r.port+"/logout", "Origin", "http://auth."+testDomain+":"+r.port)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("logout: %d", resp.StatusCode)
 		}
@@ -317,7 +335,7 @@ func TestStateChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		tampered := strings.Replace(string(raw), `"v":"`, `"v":"x`, 1)
-		if err := r.store.Put(context.Background(), key, []byte(tampered), time.Minute); err != nil {
+		if err := r.store.Put(context.Background(), key, "", []byte(tampered), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		cb := r.callback(c, authURL, "alice")

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gorilla/securecookie"
@@ -13,21 +14,30 @@ import (
 // Cookie names. With TLS the session cookie has the __Host- prefix, so a browser keeps it only
 // host-only, Secure and for path /; in the plain-HTTP development mode it cannot.
 const (
-	sessionCookie       = "edge_session"
-	loginCookie         = "edge_login"
-	authCookie          = "edge_auth"
-	hostPrefix          = "__Host-"
-	transferParam       = "edge_transfer"
-	sessionCookieSecure = hostPrefix + sessionCookie
-	loginCookieSecure   = hostPrefix + loginCookie
-	authCookieSecure    = hostPrefix + authCookie
+	sessionCookie = "edge_session" // the workspace host's session
+	bindCookie    = "edge_bind"    // the workspace host's login binding: who may spend a transfer token
+	loginCookie   = "edge_login"   // the auth host's pre-login binding of a state
+	authCookie    = "edge_auth"    // the auth host's own session, for logout
+	hostPrefix    = "__Host-"
+	transferParam = "edge_transfer"
 )
 
-// edgeCookie tells whether a cookie name is edge's own, in any of its spellings: such cookies
-// never reach a workspace and a workspace cannot set them.
+// edgeCookie tells whether a cookie name is edge's own, in any spelling a browser or a server
+// could take for it: any case, quoted, with whitespace, behind __Host- or __Secure-. Such
+// cookies never reach a workspace and a workspace cannot set them.
 func edgeCookie(name string) bool {
-	switch name {
-	case sessionCookie, loginCookie, authCookie, sessionCookieSecure, loginCookieSecure, authCookieSecure:
+	n := strings.ToLower(strings.Trim(name, " \t\""))
+	for {
+		if rest, ok := strings.CutPrefix(n, "__host-"); ok {
+			n = rest
+		} else if rest, ok := strings.CutPrefix(n, "__secure-"); ok {
+			n = rest
+		} else {
+			break
+		}
+	}
+	switch strings.Trim(n, " \t\"") {
+	case sessionCookie, bindCookie, loginCookie, authCookie:
 		return true
 	}
 	return false
@@ -64,21 +74,22 @@ func newCodec(key []byte, ttl time.Duration, secure bool) *codec {
 	return &codec{sc: sc, secure: secure, verified: verified}
 }
 
-// session decodes the session cookie of r, from the verified values when it was seen before.
+// session decodes the session cookie of r, from the verified values when it was seen before. A
+// request may carry several cookies of that name (another path's, a nameless one a browser sends
+// as the bare name): the first that edge signed counts.
 func (c *codec) session(r *http.Request) (session, bool) {
-	ck, err := r.Cookie(c.name(sessionCookie))
-	if err != nil {
-		return session{}, false
-	}
-	if s, ok := c.verified.Get(ck.Value); ok {
+	for _, ck := range r.CookiesNamed(c.name(sessionCookie)) {
+		if s, ok := c.verified.Get(ck.Value); ok {
+			return s, true
+		}
+		var s session
+		if ck.Value == "" || c.sc.Decode(c.name(sessionCookie), ck.Value, &s) != nil {
+			continue
+		}
+		c.verified.Add(ck.Value, s)
 		return s, true
 	}
-	var s session
-	if c.sc.Decode(c.name(sessionCookie), ck.Value, &s) != nil {
-		return session{}, false
-	}
-	c.verified.Add(ck.Value, s)
-	return s, true
+	return session{}, false
 }
 
 func (c *codec) name(base string) string {
@@ -93,11 +104,12 @@ func (c *codec) encode(base string, v any) (string, error) {
 }
 
 func (c *codec) decode(r *http.Request, base string, v any) bool {
-	ck, err := r.Cookie(c.name(base))
-	if err != nil {
-		return false
+	for _, ck := range r.CookiesNamed(c.name(base)) {
+		if ck.Value != "" && c.sc.Decode(c.name(base), ck.Value, v) == nil {
+			return true
+		}
 	}
-	return c.sc.Decode(c.name(base), ck.Value, v) == nil
+	return false
 }
 
 // cookie is a host-only cookie: no Domain, Path /, HttpOnly, SameSite=Lax, Secure with TLS.

@@ -144,8 +144,9 @@ func removeEdgeCookies(r *http.Request) {
 	}
 }
 
-// cookieFilter drops a workspace's Set-Cookie for edge's cookie names: a workspace cannot set or
-// clear edge's session.
+// cookieFilter keeps a workspace's Set-Cookie from touching edge's cookies or any other host:
+// one whose name (or, nameless, whose value) is an edge cookie name is dropped, and every Domain
+// attribute is removed, so the app's cookies stay host-only on its own workspace host.
 type cookieFilter struct {
 	http.ResponseWriter
 	wrote bool
@@ -163,8 +164,7 @@ func (f *cookieFilter) filter() {
 	}
 	kept := all[:0]
 	for _, v := range all {
-		name, _, _ := strings.Cut(v, "=")
-		if !edgeCookie(strings.TrimSpace(name)) {
+		if v, ok := filterSetCookie(v); ok {
 			kept = append(kept, v)
 		}
 	}
@@ -173,6 +173,39 @@ func (f *cookieFilter) filter() {
 	} else {
 		h["Set-Cookie"] = kept
 	}
+}
+
+// filterSetCookie reads a Set-Cookie value as a browser does (RFC 6265 section 5.2): the name is
+// what precedes the first '=' of the part before the first ';', trimmed, and a part without
+// '=' is a cookie with an empty name and that value. It reports false for edge's own names, and
+// returns the value without its Domain attributes.
+func filterSetCookie(v string) (string, bool) {
+	pair, attrs, _ := strings.Cut(v, ";")
+	name, value, ok := strings.Cut(pair, "=")
+	if !ok {
+		name, value = "", name
+	}
+	if edgeCookie(name) || (strings.Trim(name, " \t") == "" && edgeCookie(value)) {
+		return "", false
+	}
+	if !containsFold(attrs, "domain") {
+		return v, true
+	}
+	var b strings.Builder
+	b.WriteString(pair)
+	for attr := range strings.SplitSeq(attrs, ";") {
+		k, _, _ := strings.Cut(attr, "=")
+		if strings.EqualFold(strings.Trim(k, " \t"), "domain") {
+			continue
+		}
+		b.WriteByte(';')
+		b.WriteString(attr)
+	}
+	return b.String(), true
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), sub)
 }
 
 func (f *cookieFilter) WriteHeader(code int) {
@@ -194,12 +227,26 @@ func (f *cookieFilter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // page answers with a small fixed HTML page; nothing from the request is echoed.
 func page(w http.ResponseWriter, status int, title, text string) {
+	pageHeaders(w, "default-src 'none'")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte("<!doctype html><title>" + html.EscapeString(title) + "</title><h1>" +
+		html.EscapeString(title) + "</h1><p>" + html.EscapeString(text) + "</p>\n"))
+}
+
+// logoutPage is what GET /logout shows: a button that posts the logout from this page, and
+// nothing a framing page could click for the user.
+func logoutPage(w http.ResponseWriter) {
+	pageHeaders(w, "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(`<!doctype html><title>Log out</title><h1>Log out</h1>` +
+		`<p>Log out of every workspace?</p><form method="post" action="/logout"><button type="submit" id="logout">Log out</button></form>` + "\n"))
+}
+
+func pageHeaders(w http.ResponseWriter, csp string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte("<!doctype html><title>" + html.EscapeString(title) + "</title><h1>" +
-		html.EscapeString(title) + "</h1><p>" + html.EscapeString(text) + "</p>\n"))
+	h.Set("Content-Security-Policy", csp)
 }

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/redirect"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/workspaceauth"
 )
@@ -181,7 +182,12 @@ func redirectHandler(publicAddr string, acme *acmeManager) http.Handler {
 		if port != "443" {
 			host = net.JoinHostPort(host, port)
 		}
-		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
+		loc, ok := redirect.Absolute("https", host, r.URL.RequestURI())
+		if !ok {
+			proxy.WriteError(w, http.StatusBadRequest, "bad_request", "the Host header is not a host name")
+			return
+		}
+		redirect.Write(w, http.StatusPermanentRedirect, loc)
 	})
 	if acme == nil {
 		return redirect

@@ -39,9 +39,9 @@ func buildWorkspaceParts(cfg *config.Config, agents *agentParts, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	p := &workspaceParts{metrics: m, store: workspaceauth.NewMemoryStore(), file: w.Authorizer.File}
+	p := &workspaceParts{metrics: m, store: workspaceauth.NewMemoryStore(workspaceauth.DefaultLimits), file: w.Authorizer.File}
 	if agents.redis != nil {
-		p.store = workspaceauth.NewRedisStore(agents.redis, cfg.Registry.Redis.KeyPrefix)
+		p.store = workspaceauth.NewRedisStore(agents.redis, cfg.Registry.Redis.KeyPrefix, workspaceauth.DefaultLimits)
 	}
 	var authorizer workspaceauth.Authorizer
 	if w.Authorizer.File != "" {
