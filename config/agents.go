@@ -2,13 +2,17 @@ package config
 
 import "time"
 
-// Agents configures how agent tokens are verified (aud edge-agent) and how long a request waits
-// for an agent to connect.
+// Agents configures how agent tokens are verified (aud edge-agent), how long a request waits
+// for an agent to connect, and how many connections one agent may hold at this edge.
 type Agents struct {
 	Keys   []KeyRef `yaml:"keys"`   // public keys or HMAC secrets (at least 32 bytes)
 	Issuer string   `yaml:"issuer"` // empty: iss not checked
 	Leeway Duration `yaml:"leeway"` // clock skew allowed on exp and nbf
 	Wait   Duration `yaml:"wait"`
+	// MaxConnections bounds one agent id's tunnel connections at this edge, those still in their
+	// handshake included (default 10); more are refused with 429. A reload applies it to new
+	// connects.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // GitLabAPI is the API for GitLab under /-/api/v1/, authenticated by an HS256 JWT.
@@ -34,6 +38,9 @@ func DefaultGitLabAPI() *GitLabAPI {
 func (c *Config) validateAgents(ch *checker) {
 	checkKeys(ch, "agents.keys", c.Agents.Keys, keyRules{allowHMAC: true})
 	positive(ch, "agents.wait", c.Agents.Wait)
+	if c.Agents.MaxConnections < 1 {
+		ch.add("agents.max_connections", "must be at least 1")
+	}
 	if c.Agents.Leeway.Duration < 0 {
 		ch.add("agents.leeway", "must not be negative")
 	} else if c.Agents.Leeway.Duration > 5*time.Minute {

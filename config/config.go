@@ -122,7 +122,7 @@ func Default() *Config {
 			JobJWT:    JobJWT{Enabled: true, Verify: true, OnInvalid: OnInvalidIgnore, Audience: "gitlab-authz-token"},
 			CacheSize: 100_000,
 		},
-		Agents:   Agents{Wait: Duration{20 * time.Second}, Leeway: Duration{30 * time.Second}},
+		Agents:   Agents{Wait: Duration{20 * time.Second}, Leeway: Duration{30 * time.Second}, MaxConnections: 10},
 		Shutdown: Shutdown{Grace: Duration{30 * time.Second}},
 		Log:      Log{Level: "info", Format: "json"},
 	}

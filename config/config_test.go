@@ -42,6 +42,7 @@ func TestDefaults(t *testing.T) {
 		{"registry", c.Registry == nil, true},
 		{"agents.wait", c.Agents.Wait.Duration, 20 * time.Second},
 		{"agents.leeway", c.Agents.Leeway.Duration, 30 * time.Second},
+		{"agents.max_connections", c.Agents.MaxConnections, 10},
 		{"gitlab_api", c.GitLabAPI == nil, true},
 		{"workspaces", c.Workspaces == nil, true},
 		{"aggregation", c.Aggregation == nil, true},

@@ -55,6 +55,8 @@ func TestDiff(t *testing.T) {
 		{"tokens", edit(9, "tokens: {job_jwt: {verify: false}}"), "tokens"},
 		{"agents", edit(6, "agents: {keys: [{alg: HS256, file: agent.key}], wait: 1s}"), "agents"},
 		{"agents key", edit(6, "agents: {keys: [{alg: HS256, file: other.key}]}"), "agents"},
+		{"agents max_connections", edit(6, "agents: {keys: [{alg: HS256, file: agent.key}], max_connections: 3}"), "agents"},
+		{"agents max_connections default written out", edit(6, "agents: {keys: [{alg: HS256, file: agent.key}], max_connections: 10}"), ""},
 		{"gitlab_api absent", edit(7, "# none"), "gitlab_api"},
 	}
 	old := mustParse(t, dir, lines(base...))

@@ -70,6 +70,9 @@ func TestSections(t *testing.T) {
 		{"gitlab_api short secret", with("gitlab_api:", "  secret_file: short.key"), "gitlab_api.secret_file", 5, "at least 32 bytes"},
 		{"agents wait", with("agents: {wait: 0s}"), "agents.wait", 4, "must be positive"},
 		{"agents leeway", with("agents: {leeway: -1s}"), "agents.leeway", 4, "must not be negative"},
+		{"agents max_connections zero", with("agents: {max_connections: 0}"), "agents.max_connections", 4, "must be at least 1"},
+		{"agents max_connections negative", with("agents:", "  max_connections: -3"), "agents.max_connections", 5, "must be at least 1"},
+		{"agents max_connections not int", with("agents: {max_connections: many}"), "agents.max_connections", 4, "must be an integer"},
 
 		{"workspaces domain", ws(map[int]string{5: "  insecure_http: true"}), "workspaces.domain", 4, "required"},
 		{"workspaces domain bad", ws(map[int]string{5: "  domain: https://ws.example.com"}), "workspaces.domain", 5, "is not a host name"},

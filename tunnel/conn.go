@@ -37,9 +37,9 @@ type Conn struct {
 	draining bool
 	inflight int
 
+	ctrl      *control // the agent's control stream, set by the handshake
 	ctrlMu    sync.Mutex
-	ctrl      *control
-	drainSent bool // the drain message is owed or sent
+	drainSent bool // the drain message is sent
 }
 
 // Info describes the connection.
@@ -128,8 +128,8 @@ type bufferedConn struct {
 
 func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-// serveControl accepts the agent's control stream (the only stream an agent opens) and follows
-// its messages.
+// serveControl refuses the streams an agent opens after its control stream (the handshake
+// accepted that one): the edge opens every other stream.
 func (c *Conn) serveControl() {
 	defer c.server.wg.Done()
 	for {
@@ -137,23 +137,11 @@ func (c *Conn) serveControl() {
 		if err != nil {
 			return
 		}
-		c.ctrlMu.Lock()
-		if c.ctrl != nil {
-			c.ctrlMu.Unlock()
-			st.Close()
-			continue
-		}
-		c.ctrl = &control{stream: st}
-		owed := c.drainSent
-		c.ctrlMu.Unlock()
-		if owed {
-			c.ctrl.send(msgDrain)
-		}
-		c.server.wg.Add(1)
-		go c.receiveControl()
+		st.Close()
 	}
 }
 
+// receiveControl follows the agent's control messages.
 func (c *Conn) receiveControl() {
 	defer c.server.wg.Done()
 	c.ctrl.receive(func(typ string) {
@@ -173,14 +161,14 @@ func (c *Conn) wait() {
 	close(c.done)
 }
 
-// sendDrain tells the agent to connect again, now or as soon as its control stream is there.
+// sendDrain tells the agent to connect again (once).
 func (c *Conn) sendDrain() {
 	c.ctrlMu.Lock()
-	ctrl, owed := c.ctrl, !c.drainSent
+	owed := !c.drainSent
 	c.drainSent = true
 	c.ctrlMu.Unlock()
-	if ctrl != nil && owed {
-		ctrl.send(msgDrain)
+	if owed {
+		c.ctrl.send(msgDrain)
 	}
 }
 

@@ -15,11 +15,14 @@
 //     about itself, shown to GitLab; never used for identity, which comes from the verified token).
 //  2. The edge verifies the token and answers "101 Switching Protocols" with "Upgrade: edge-tunnel"
 //     and "Edge-Connection-Id". Anything else is an error with a JSON body {"error": "..."}: 401 for
-//     a bad token, 503 while the edge drains.
+//     a bad token, 429 (with Retry-After) when the agent id already holds the edge's maximum of
+//     connections (pending ones included), 503 while the edge drains.
 //  3. The connection then carries a hashicorp/yamux session: the agent is the yamux client, the edge
 //     the server, keep-alive pings both ways.
-//  4. The agent opens the first stream, the control stream: newline-delimited JSON messages both
-//     ways. The only message so far is {"type":"drain"}. From the agent it means "send no new
+//  4. The agent opens the first stream, the control stream, at once: this is the handshake. Until
+//     the edge has accepted it (within a few seconds of the 101, else it closes the connection) the
+//     connection is not registered and is given no request. Newline-delimited JSON messages go both
+//     ways on it. The only message so far is {"type":"drain"}. From the agent it means "send no new
 //     requests on this connection, close it once the requests in flight are done" (the agent has
 //     another connection up, or is stopping). From the edge it means "this edge is draining: connect
 //     again (a load balancer sends you elsewhere); this connection is closed once its requests in

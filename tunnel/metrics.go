@@ -8,6 +8,7 @@ import (
 
 type serverMetrics struct {
 	connections prometheus.Gauge       // connections taking requests
+	handshakes  prometheus.Gauge       // upgraded, handshake not done
 	connects    *prometheus.CounterVec // result
 	streams     prometheus.Gauge       // requests in flight
 	requests    *prometheus.CounterVec // result
@@ -18,8 +19,11 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_tunnel_connections", Help: "Agent tunnel connections held by this edge and taking requests.",
 		}),
+		handshakes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edge_tunnel_handshakes", Help: "Agent connections upgraded and waiting for their tunnel handshake (not taking requests).",
+		}),
 		connects: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "edge_tunnel_connects_total", Help: "Agent connect attempts by result (ok, unauthorized, bad_request, draining, error).",
+			Name: "edge_tunnel_connects_total", Help: "Agent connect attempts by result (ok, unauthorized, bad_request, draining, too_many_connections, handshake_timeout, error).",
 		}, []string{"result"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_tunnel_streams", Help: "Requests in flight through agent tunnels.",
@@ -28,7 +32,7 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 			Name: "edge_tunnel_requests_total", Help: "Requests sent into agent tunnels by result (ok, too_many_streams, not_connected, error).",
 		}, []string{"result"}),
 	}
-	return m, register(reg, m.connections, m.connects, m.streams, m.requests)
+	return m, register(reg, m.connections, m.handshakes, m.connects, m.streams, m.requests)
 }
 
 type agentMetrics struct {

@@ -39,6 +39,12 @@ const (
 	// DefaultMaxStreamsPerAgent bounds requests in flight per agent, and so the memory their
 	// windows may hold.
 	DefaultMaxStreamsPerAgent = 1000
+	// DefaultHandshakeTimeout is how long the edge waits after the 101 for the agent's control
+	// stream; an agent opens it at once.
+	DefaultHandshakeTimeout = 5 * time.Second
+	// DefaultMaxConnectionsPerAgent bounds one agent id's connections at one edge (an agent keeps
+	// AgentOptions.Connections up, one more during a handover).
+	DefaultMaxConnectionsPerAgent = 10
 
 	maxInfoField   = 253
 	maxInfoHeader  = 4096 // above the longest valid info encoded

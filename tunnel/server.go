@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +27,7 @@ type ServerOptions struct {
 	// Verify checks an agent token (the caller's verifier: aud edge-agent, pinned keys). Any error
 	// answers 401; the error is logged, the token never is.
 	Verify func(ctx context.Context, token string) (Identity, error)
-	// OnConnect is called once a connection is up, before it takes requests; OnDisconnect once it
+	// OnConnect is called once a connection is up (its handshake done), before it takes requests; OnDisconnect once it
 	// stops taking new ones (the agent or this edge drains it, or it broke), while requests in
 	// flight may still finish on it. Each is called once per connection, OnConnect first, and
 	// synchronously: keep them short (no network I/O under a lock the request path takes).
@@ -34,6 +36,17 @@ type ServerOptions struct {
 	// MaxStreamsPerAgent bounds requests in flight per agent, over all its connections; beyond it
 	// RoundTrip fails with ErrTooManyStreams. 0 means DefaultMaxStreamsPerAgent, negative no bound.
 	MaxStreamsPerAgent int
+	// HandshakeTimeout bounds the tunnel handshake: the time from the 101 answer until the agent
+	// opens its control stream (step 4 of the wire protocol, the first thing an agent does on the
+	// session). Until then the connection is pending: not in the table, not reported to OnConnect,
+	// given no request; one that misses the deadline is closed and counted as a failed connect
+	// (result handshake_timeout). 0 means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// MaxConnectionsPerAgent bounds one agent id's connections at this edge, pending and draining
+	// ones included; a connect beyond it is refused with 429 before the upgrade (result
+	// too_many_connections). 0 means DefaultMaxConnectionsPerAgent, negative no bound;
+	// SetMaxConnectionsPerAgent changes it for later connects.
+	MaxConnectionsPerAgent int
 	// MaxIdleStreams is how many idle streams per connection are kept for reuse (default
 	// DefaultMaxIdleStreams); with the window, it bounds what idle streams may hold.
 	MaxIdleStreams int
@@ -63,17 +76,20 @@ type Server struct {
 	metrics *serverMetrics
 	yamux   *yamux.Config
 
-	mu      sync.Mutex
-	closing bool
-	agents  map[string]*agentEntry // by agent id, while the agent has a live connection
-	live    map[*Conn]struct{}     // every connection whose session is open, draining or not
-	wg      sync.WaitGroup
+	mu          sync.Mutex
+	closing     bool
+	maxConns    int                    // per agent id; <= 0: no bound
+	agents      map[string]*agentEntry // by agent id, while the agent has a live or pending connection
+	live        map[*Conn]struct{}     // every connection whose session is open, draining or not
+	handshaking map[*Conn]struct{}     // upgraded, waiting for the agent's control stream
+	wg          sync.WaitGroup
 }
 
 // agentEntry is one agent's connections that take requests, and its requests in flight.
 type agentEntry struct {
 	conns    []*Conn // not draining
 	live     int     // connections with an open session, draining or not
+	pending  int     // connections admitted under the cap and not yet through their handshake
 	next     int     // round robin
 	inflight int
 }
@@ -92,6 +108,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.MaxIdleStreams <= 0 {
 		opts.MaxIdleStreams = DefaultMaxIdleStreams
 	}
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if opts.MaxConnectionsPerAgent == 0 {
+		opts.MaxConnectionsPerAgent = DefaultMaxConnectionsPerAgent
+	}
 	cfg, err := muxSettings{&opts.StreamWindow, &opts.KeepAlive, &opts.Logger}.configure()
 	if err != nil {
 		return nil, err
@@ -101,13 +123,26 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	return &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		metrics: m,
-		yamux:   cfg,
-		agents:  make(map[string]*agentEntry),
-		live:    make(map[*Conn]struct{}),
+		opts:        opts,
+		log:         opts.Logger,
+		metrics:     m,
+		yamux:       cfg,
+		maxConns:    opts.MaxConnectionsPerAgent,
+		agents:      make(map[string]*agentEntry),
+		live:        make(map[*Conn]struct{}),
+		handshaking: make(map[*Conn]struct{}),
 	}, nil
+}
+
+// SetMaxConnectionsPerAgent changes the cap of ServerOptions.MaxConnectionsPerAgent (same
+// meaning of 0 and negative) for connects from now on; connections already held stay.
+func (s *Server) SetMaxConnectionsPerAgent(n int) {
+	if n == 0 {
+		n = DefaultMaxConnectionsPerAgent
+	}
+	s.mu.Lock()
+	s.maxConns = n
+	s.mu.Unlock()
 }
 
 // ServeHTTP accepts an agent connection (mount it at ConnectPath). The token is verified before
@@ -140,23 +175,102 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
+	c := s.newConn(id, info, r.RemoteAddr)
+	if max, ok := s.admit(c); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.opts.HandshakeTimeout.Seconds()))))
+		s.log.Warn("agent connect refused: too many connections", "agent_id", id.AgentID, "max", max, "remote", r.RemoteAddr)
+		s.refuse(w, http.StatusTooManyRequests, "too_many_connections",
+			fmt.Sprintf("this agent already holds %d connections to this edge (agents.max_connections)", max))
+		return
+	}
 	netConn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		s.unadmit(c)
 		// HTTP/2 has no Upgrade: the agent speaks HTTP/1.1, so a proxy in between turned it.
 		s.refuse(w, http.StatusHTTPVersionNotSupported, "not_upgradable", "connection cannot be upgraded (needs HTTP/1.1 end to end)")
 		return
 	}
-	c := s.newConn(id, info, r.RemoteAddr)
 	if err := s.upgrade(netConn, brw, c); err != nil {
 		netConn.Close()
+		s.unadmit(c)
 		s.metrics.connects.WithLabelValues("error").Inc()
 		s.log.Warn("agent upgrade failed", "agent_id", id.AgentID, "remote", r.RemoteAddr, "error", err)
+		return
+	}
+	if err := s.handshake(c); err != nil {
+		result := "error"
+		if errors.Is(err, context.DeadlineExceeded) {
+			result = "handshake_timeout"
+		}
+		s.metrics.connects.WithLabelValues(result).Inc()
+		s.log.Warn("agent connection closed before its tunnel handshake", "agent_id", id.AgentID, "remote", r.RemoteAddr,
+			"timeout", s.opts.HandshakeTimeout, "error", err)
 		return
 	}
 	s.metrics.connects.WithLabelValues("ok").Inc()
 	s.log.Info("agent connected", "agent_id", id.AgentID, "connection_id", c.info.ConnectionID,
 		"version", info.Version, "pod", info.PodNamespace+"/"+info.PodName, "remote", r.RemoteAddr)
 	s.start(c)
+}
+
+// admit counts c toward its agent's cap, as pending, or says the cap (false) when the agent is
+// at it. Pending connections count, so upgrades that never speak cannot pile up.
+func (s *Server) admit(c *Conn) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.agents[c.info.AgentID]
+	if e == nil {
+		e = &agentEntry{}
+		s.agents[c.info.AgentID] = e
+	}
+	if s.maxConns > 0 && e.live+e.pending >= s.maxConns {
+		return s.maxConns, false
+	}
+	e.pending++
+	c.entry = e
+	return s.maxConns, true
+}
+
+// unadmit gives back c's place under the cap when it never got through its handshake.
+func (s *Server) unadmit(c *Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unadmitLocked(c)
+}
+
+func (s *Server) unadmitLocked(c *Conn) {
+	delete(s.handshaking, c)
+	if c.entry.pending--; c.entry.live+c.entry.pending == 0 && s.agents[c.info.AgentID] == c.entry {
+		delete(s.agents, c.info.AgentID)
+	}
+}
+
+// handshake waits, up to HandshakeTimeout, for the agent to open its control stream on the new
+// session. On an error the session is closed and c's place given back.
+func (s *Server) handshake(c *Conn) error {
+	s.mu.Lock()
+	if s.closing {
+		s.unadmitLocked(c)
+		s.mu.Unlock()
+		c.session.Close()
+		return ErrServerClosed
+	}
+	s.handshaking[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.metrics.handshakes.Inc()
+	defer s.metrics.handshakes.Dec()
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
+	defer cancel()
+	st, err := c.session.AcceptStreamWithContext(ctx)
+	if err != nil {
+		c.session.Close()
+		s.unadmit(c)
+		return fmt.Errorf("tunnel: handshake: %w", err)
+	}
+	c.ctrl = &control{stream: st}
+	return nil
 }
 
 func (s *Server) refuse(w http.ResponseWriter, status int, result, msg string) {
@@ -188,6 +302,7 @@ func (s *Server) start(c *Conn) {
 	}
 	s.mu.Lock()
 	if s.closing {
+		s.unadmitLocked(c)
 		s.mu.Unlock()
 		c.session.Close()
 		if s.opts.OnDisconnect != nil {
@@ -196,19 +311,17 @@ func (s *Server) start(c *Conn) {
 		close(c.done)
 		return
 	}
-	e := s.agents[c.info.AgentID]
-	if e == nil {
-		e = &agentEntry{}
-		s.agents[c.info.AgentID] = e
-	}
+	e := c.entry
+	delete(s.handshaking, c)
+	e.pending--
 	e.conns = append(e.conns, c)
 	e.live++
-	c.entry = e
 	s.live[c] = struct{}{}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	s.mu.Unlock()
 	s.metrics.connections.Inc()
 	go c.serveControl()
+	go c.receiveControl()
 	go c.wait()
 }
 
@@ -242,7 +355,7 @@ func (s *Server) forget(c *Conn) {
 	s.mu.Lock()
 	was := s.deactivate(c)
 	delete(s.live, c)
-	if c.entry.live--; c.entry.live == 0 && s.agents[c.info.AgentID] == c.entry {
+	if c.entry.live--; c.entry.live+c.entry.pending == 0 && s.agents[c.info.AgentID] == c.entry {
 		delete(s.agents, c.info.AgentID)
 	}
 	s.mu.Unlock()
@@ -301,7 +414,11 @@ func (s *Server) Drain(ctx context.Context) error {
 	for c := range s.live {
 		conns = append(conns, c)
 	}
+	pending := s.pendingLocked()
 	s.mu.Unlock()
+	for _, c := range pending {
+		c.session.Close() // it never took a request
+	}
 	for _, c := range conns {
 		go func() {
 			c.sendDrain()
@@ -328,10 +445,19 @@ func (s *Server) Close() error {
 	for c := range s.live {
 		conns = append(conns, c)
 	}
+	conns = append(conns, s.pendingLocked()...)
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.session.Close()
 	}
 	s.wg.Wait()
 	return nil
+}
+
+func (s *Server) pendingLocked() []*Conn {
+	out := make([]*Conn, 0, len(s.handshaking))
+	for c := range s.handshaking {
+		out = append(out, c)
+	}
+	return out
 }

@@ -81,10 +81,13 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		// With the default 1 MiB window, slow readers can make this edge buffer at most
 		// 256 MiB per agent at this stream cap.
 		MaxStreamsPerAgent: 256,
-		WriteError:         proxy.WriteError,
-		WrapTransport:      inlineTransport,
-		Logger:             log,
-		Metrics:            reg,
+		// A connection counts only once its handshake is done (tunnel.DefaultHandshakeTimeout);
+		// pending ones count toward the cap, so silent upgrades cannot pile up.
+		MaxConnectionsPerAgent: cfg.Agents.MaxConnections,
+		WriteError:             proxy.WriteError,
+		WrapTransport:          inlineTransport,
+		Logger:                 log,
+		Metrics:                reg,
 	})
 	if err != nil {
 		return nil, err

@@ -152,7 +152,8 @@ func (r *reloader) grace() time.Duration {
 }
 
 // reloadable are the settings a reload applies: the whole route table (cells, routing, token
-// keys, agent keys, the API for GitLab, the access log switch) and the drain's grace.
+// keys, agent keys and agents.max_connections, the API for GitLab, the access log switch) and the
+// drain's grace.
 var reloadable = map[string]bool{
 	"cells": true, "routing": true, "tokens": true, "gitlab_api": true, "log.access": true,
 	"shutdown.grace": true, "agents": true,

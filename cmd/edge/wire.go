@@ -75,6 +75,8 @@ type routeTable struct {
 	cert   *tls.Certificate // tls.static; nil: plain HTTP
 	routes *proxy.Routes
 	agents *tokens.AgentVerifier // nil: agents.keys not set
+	// maxAgentConns is agents.max_connections: a reload applies it to new agent connects.
+	maxAgentConns int
 }
 
 // buildRoutes builds everything a reload can change; nothing is in force until apply.
@@ -87,7 +89,7 @@ func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
 	if err != nil {
 		return routeTable{}, err
 	}
-	t := routeTable{cert: cert, routes: &proxy.Routes{
+	t := routeTable{cert: cert, maxAgentConns: cfg.Agents.MaxConnections, routes: &proxy.Routes{
 		Runner:    runner,
 		Internal:  rt.agents.internal,
 		Headers:   proxy.HeaderPolicy{Trusted: cfg.Routing.TrustedPrefixes},
@@ -120,6 +122,7 @@ func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
 func (rt *router) apply(t routeTable) error {
 	old := rt.front.Routes()
 	rt.agents.verifier.Store(t.agents)
+	rt.agents.tunnels.SetMaxConnectionsPerAgent(t.maxAgentConns)
 	if t.cert != nil {
 		rt.certs.cert.Store(t.cert)
 	}
