@@ -129,7 +129,11 @@ func (a *Auth) begin(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusServiceUnavailable, "Login unavailable", "The identity provider cannot be reached; try again in a moment.")
 		return
 	}
-	binding := randomToken()
+	// One binding per browser, kept across logins, so logins started in two tabs both end.
+	binding := valueOf(r.Cookie(a.cookies.name(loginCookie)))
+	if !isToken(binding) {
+		binding = randomToken()
+	}
 	sum := sha256.Sum256([]byte(binding))
 	t.Verifier, t.Nonce, t.Binding = randomToken(), randomToken(), sum[:]
 	state := randomToken()
@@ -163,7 +167,6 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Login started elsewhere", "This login was started in another browser. Open the workspace URL again to log in.")
 		return
 	}
-	http.SetCookie(w, a.cookies.cookie(loginCookie, "", -1))
 	rp, err := a.provider.get(r.Context())
 	if err != nil {
 		a.metrics.Login("provider_error")

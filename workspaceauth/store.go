@@ -57,7 +57,9 @@ type MemoryStore struct {
 	values  map[string]*memoryValue
 	expiry  expiryHeap
 	clients map[string]int
+	counted int // values held for a client
 	now     func() time.Time
+	every   time.Duration // between sweeps
 	sweeper *time.Timer
 }
 
@@ -70,7 +72,7 @@ type memoryValue struct {
 
 // NewMemoryStore makes an empty in-memory store with the given limits.
 func NewMemoryStore(limits Limits) *MemoryStore {
-	return &MemoryStore{limits: limits, values: map[string]*memoryValue{}, clients: map[string]int{}, now: time.Now}
+	return &MemoryStore{limits: limits, values: map[string]*memoryValue{}, clients: map[string]int{}, now: time.Now, every: sweepEvery}
 }
 
 func (s *MemoryStore) Put(_ context.Context, key, client string, value []byte, ttl time.Duration) error {
@@ -81,7 +83,7 @@ func (s *MemoryStore) Put(_ context.Context, key, client string, value []byte, t
 	if _, ok := s.values[key]; ok {
 		return fmt.Errorf("workspaceauth: key %q exists", key)
 	}
-	if client != "" && (s.clients[client] >= s.limits.PerClient || len(s.values) >= s.limits.Total) {
+	if client != "" && (s.clients[client] >= s.limits.PerClient || s.counted >= s.limits.Total) {
 		return ErrBusy
 	}
 	v := &memoryValue{key: key, client: client, value: append([]byte(nil), value...), expires: now.Add(ttl)}
@@ -89,9 +91,10 @@ func (s *MemoryStore) Put(_ context.Context, key, client string, value []byte, t
 	heap.Push(&s.expiry, v)
 	if client != "" {
 		s.clients[client]++
+		s.counted++
 	}
 	if s.sweeper == nil {
-		s.sweeper = time.AfterFunc(sweepEvery, s.sweep)
+		s.sweeper = time.AfterFunc(s.every, s.sweep)
 	}
 	return nil
 }
@@ -132,7 +135,7 @@ func (s *MemoryStore) sweep() {
 	defer s.mu.Unlock()
 	s.dropExpired(s.now())
 	if len(s.values) > 0 {
-		s.sweeper.Reset(sweepEvery)
+		s.sweeper.Reset(s.every)
 	} else {
 		s.sweeper = nil
 	}
@@ -150,6 +153,7 @@ func (s *MemoryStore) remove(v *memoryValue) {
 	if v.client == "" {
 		return
 	}
+	s.counted--
 	if s.clients[v.client]--; s.clients[v.client] <= 0 {
 		delete(s.clients, v.client)
 	}
