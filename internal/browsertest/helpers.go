@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -67,6 +69,15 @@ func Eval[T any](t testing.TB, ctx context.Context, js string) T {
 func Location(t testing.TB, ctx context.Context) string {
 	t.Helper()
 	return run(t, ctx, chromedp.Location())
+}
+
+// Cookies are the cookies the browser holds for any of the URLs: what it would send them.
+func Cookies(t testing.TB, ctx context.Context, urls ...string) []*network.Cookie {
+	t.Helper()
+	return run(t, ctx, func(ctx context.Context, tg *chromedp.Target) ([]*network.Cookie, error) {
+		res, err := cdp.Call(ctx, tg, network.GetCookies, network.GetCookiesParams{URLs: urls})
+		return res.Cookies, err
+	})
 }
 
 // Screenshot saves a PNG of the tab in the system's temporary directory (kept after the test, to be

@@ -107,6 +107,13 @@ func startUpstream(t *testing.T, agent string) *upstream {
 		defer c.CloseNow()
 		echoWebSocket(r.Context(), c)
 	})
+	mux.HandleFunc("/set-cookies", func(w http.ResponseWriter, r *http.Request) {
+		for _, v := range appSetCookies {
+			w.Header().Add("Set-Cookie", v)
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><p id="set">set</p>`)
+	})
 	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, workspacePage)
