@@ -44,6 +44,7 @@ bench:
 	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server h2load=nghttp2-client haproxy=haproxy
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/ ./aggregate/
 	$(GO) run ./bench/cmd/longpollsoak -results $(BENCH_RESULTS)
+	$(GO) run ./bench/cmd/loginflood -results $(BENCH_RESULTS)
 	$(GO) run ./bench/cmd/edgebench --results $(BENCH_RESULTS) $(BENCH_FLAGS)
 	$(GO) run ./bench/cmd/wsbench
 	$(GO) run ./bench/cmd/tlsbench

@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,27 +25,6 @@ routing: {long_poll_timeout: %q}
 limits: {max_connections: %d}
 log: {level: warn, access: false}
 `, public, ops, legacy, cell2, longPoll.String(), maxConns)
-}
-
-// goBuild builds a package of the repository (the working directory) into dir.
-func goBuild(ctx context.Context, dir, pkg, name string) (string, error) {
-	out := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
-	}
-	return out, nil
-}
-
-// freeAddr asks the kernel for a free port on host. Another process could take it before the
-// server binds it; the server then fails to start and the soak says so.
-func freeAddr(host string) (string, error) {
-	ln, err := net.Listen("tcp", host+":0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port on %s: %w", host, err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 const startTimeout = 20 * time.Second

@@ -96,7 +96,7 @@ func (s *soak) start(ctx context.Context, dir string) error {
 	if edgeBin == "" {
 		fmt.Fprintln(s.out, "building edge")
 		var err error
-		if edgeBin, err = goBuild(ctx, dir, "./cmd/edge", "edge"); err != nil {
+		if edgeBin, err = bench.GoBuild(ctx, dir, "./cmd/edge", "edge"); err != nil {
 			return err
 		}
 	}
@@ -111,10 +111,10 @@ func (s *soak) start(ctx context.Context, dir string) error {
 		return err
 	}
 	s.cell, s.cellCo = cellProc, addrs["control"]
-	if s.public, err = freeAddr("127.0.0.1"); err != nil {
+	if s.public, err = bench.FreeAddr("127.0.0.1"); err != nil {
 		return err
 	}
-	if s.ops, err = freeAddr("127.0.0.1"); err != nil {
+	if s.ops, err = bench.FreeAddr("127.0.0.1"); err != nil {
 		return err
 	}
 	conf := filepath.Join(dir, "edge.yaml")
