@@ -250,5 +250,3 @@ func statuses(m map[int]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-
