@@ -25,7 +25,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m := &Metrics{
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "edge_workspace_logins_total", Help: "Workspace logins by outcome (ok, denied, error, bad_state, ...).",
+			Name: "edge_workspace_logins_total", Help: "Workspace logins by outcome (ok, denied, error, bad_state, other_browser, busy: refused over the limits of logins in flight, logout_refused: a logout from another origin, ...).",
 		}, []string{"outcome"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_workspace_authorizations_total", Help: "Answers of the workspace authorizer (not from the cache) by decision (allowed, denied, error).",
@@ -41,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	// Label values exist from the start, so a rate over them works before the first event.
-	for _, o := range []string{"ok", "denied", "error", "bad_state"} {
+	for _, o := range []string{"ok", "denied", "error", "bad_state", "other_browser", "busy", "logout_refused"} {
 		m.logins.WithLabelValues(o)
 	}
 	for _, d := range []string{"allowed", "denied", "error"} {

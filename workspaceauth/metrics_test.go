@@ -70,7 +70,7 @@ func (s metricsSeries) check(t *testing.T, g prometheus.Gatherer) {
 func TestMetricsStartAtZero(t *testing.T) {
 	_, reg := newTestMetrics(t)
 	var series []metricsSeries
-	for _, o := range []string{"ok", "denied", "error", "bad_state"} {
+	for _, o := range []string{"ok", "denied", "error", "bad_state", "other_browser", "busy", "logout_refused"} {
 		series = append(series, metricsSeries{"edge_workspace_logins_total", []string{"outcome", o}, 0})
 	}
 	for _, d := range []string{"allowed", "denied", "error"} {
