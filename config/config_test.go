@@ -105,6 +105,8 @@ func TestSectionDefaults(t *testing.T) {
 		{"workspaces.authorizer.timeout", c.Workspaces.Authorizer.Timeout.Duration, 5 * time.Second},
 		{"workspaces.session.ttl", c.Workspaces.Session.TTL.Duration, 12 * time.Hour},
 		{"workspaces.session.recheck", c.Workspaces.Session.Recheck.Duration, 30 * time.Second},
+		{"workspaces.logins.per_client", c.Workspaces.Logins.PerClient, 100},
+		{"workspaces.logins.total", c.Workspaces.Logins.Total, 100_000},
 		{"aggregation.prefix", c.Aggregation.Prefix, "/k8s"},
 		{"aggregation.member_down", c.Aggregation.MemberDown, "fail"},
 		{"aggregation.clusters[0].token", string(c.Aggregation.Clusters[0].Token), "tok"},

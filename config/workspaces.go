@@ -17,7 +17,15 @@ type Workspaces struct {
 	OIDC         OIDC          `yaml:"oidc"`
 	Authorizer   Authorizer    `yaml:"authorizer"`
 	Session      Session       `yaml:"session"`
+	Logins       Logins        `yaml:"logins"`
 	SSH          *WorkspaceSSH `yaml:"ssh"` // required with listen.ssh
+}
+
+// Logins bound the logins in flight (login tickets, states, transfer tokens) that requests
+// without a session make edge keep until they are spent or expire.
+type Logins struct {
+	PerClient int `yaml:"per_client"` // per client address (IPv6: per /64)
+	Total     int `yaml:"total"`
 }
 
 // WorkspaceSSH is the SSH front's keys: edge's own host key, and the key it logs in to workspaces'
@@ -63,6 +71,7 @@ func (w *Workspaces) setDefaults() {
 	w.Authorizer.Timeout = Duration{5 * time.Second}
 	w.Session.TTL = Duration{12 * time.Hour}
 	w.Session.Recheck = Duration{30 * time.Second}
+	w.Logins = Logins{PerClient: 100, Total: 100_000}
 }
 
 // DefaultWorkspaces returns a workspaces section with its defaults (nothing required filled in).
@@ -138,4 +147,10 @@ func (w *Workspaces) validate(ch *checker) {
 	checkSecret(ch, sp+".key_file", w.Session.KeyFile, w.Session.Key, true, ": the key session cookies are signed and encrypted with")
 	positive(ch, sp+".ttl", w.Session.TTL)
 	positive(ch, sp+".recheck", w.Session.Recheck)
+	if w.Logins.PerClient < 1 {
+		ch.add(p+".logins.per_client", "must be at least 1")
+	}
+	if w.Logins.Total < w.Logins.PerClient {
+		ch.add(p+".logins.total", "must be at least logins.per_client (%d)", w.Logins.PerClient)
+	}
 }

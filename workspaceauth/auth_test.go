@@ -71,7 +71,7 @@ func newRig(t *testing.T, configure func(*Options)) *rig {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	r := &rig{t: t, port: port, store: NewMemoryStore(DefaultLimits), seen: make(chan http.Header, 100),
+	r := &rig{t: t, port: port, store: NewMemoryStore(Limits{PerClient: 100, Total: 100_000}), seen: make(chan http.Header, 100),
 		authz: &fakeAuthorizer{allowed: map[string]bool{"alice/alice": true, "bob/bob": true}}}
 	r.op = oidctest.Start(t, oidctest.Options{
 		RedirectURIs: []string{"http://auth." + testDomain + ":" + port + "/oauth/callback"},

@@ -34,11 +34,6 @@ type Limits struct {
 	Total     int // values all clients together may have at once
 }
 
-// DefaultLimits: a browser makes one ticket and one state per login, so a hundred logins in
-// flight from one address (a NAT, an office) is far more than people start; the total bounds
-// the store at about 300 MB of the largest tickets (MaxReturn bytes each) in the worst case.
-var DefaultLimits = Limits{PerClient: 100, Total: 100_000}
-
 // ErrSpent: a single-use value is not there (never issued, expired, or used already).
 var ErrSpent = errors.New("no such value: expired or used already")
 

@@ -113,7 +113,7 @@ func TestStoreContract(t *testing.T) {
 
 // TestMemoryStoreDropsExpiredByItself: with no request at all, expired values leave the store.
 func TestMemoryStoreDropsExpiredByItself(t *testing.T) {
-	s := NewMemoryStore(DefaultLimits)
+	s := NewMemoryStore(Limits{PerClient: 100, Total: 100_000})
 	s.every = 20 * time.Millisecond
 	for i := range 1000 {
 		if err := s.Put(context.Background(), fmt.Sprint(i), fmt.Sprint("10.0.", i/100, ".1"), make([]byte, 100), 50*time.Millisecond); err != nil {
@@ -139,7 +139,7 @@ func TestRedisStoreLeavesNothing(t *testing.T) {
 	srv := registrytest.StartRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
-	s := NewRedisStore(c, "gone", DefaultLimits)
+	s := NewRedisStore(c, "gone", Limits{PerClient: 100, Total: 100_000})
 	ctx := context.Background()
 	for i := range 50 {
 		if err := s.Put(ctx, fmt.Sprint(i), "10.0.0.1", []byte("v"), 100*time.Millisecond); err != nil {

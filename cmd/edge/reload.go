@@ -161,8 +161,8 @@ var reloadable = map[string]bool{
 
 // restartOnly names each changed setting a reload cannot apply: listeners, limits, log level and
 // format, the registry, the internal secret and peers, agents.wait (the agent router outlives
-// reloads), turning workspaces on or off, and which authorizer serves them (the static one
-// re-reads its own file).
+// reloads), turning workspaces on or off, which authorizer serves them (the static one re-reads
+// its own file), and workspaces.logins (the login store outlives reloads).
 func restartOnly(old, next *config.Config, changed []string) []string {
 	var out []string
 	for _, name := range changed {
@@ -204,6 +204,9 @@ func restartOnly(old, next *config.Config, changed []string) []string {
 		!bytes.Equal(ow.Authorizer.Secret, nw.Authorizer.Secret) || ow.Authorizer.Timeout != nw.Authorizer.Timeout ||
 		ow.Session.Recheck != nw.Session.Recheck):
 		out = append(out, "workspaces.authorizer")
+	}
+	if ow != nil && nw != nil && ow.Logins != nw.Logins {
+		out = append(out, "workspaces.logins")
 	}
 	return out
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // workspaceParts are what outlives a reload of the workspaces section: its metrics, the store of
-// single-use login values (in flight logins survive a reload), and the static authorizer, which
-// re-reads its own file.
+// single-use login values (in flight logins survive a reload; so its limits, workspaces.logins,
+// change only with a restart), and the static authorizer, which re-reads its own file.
 type workspaceParts struct {
 	metrics *workspaceauth.Metrics
 	store   workspaceauth.Store
@@ -39,9 +39,10 @@ func buildWorkspaceParts(cfg *config.Config, agents *agentParts, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	p := &workspaceParts{metrics: m, store: workspaceauth.NewMemoryStore(workspaceauth.DefaultLimits), file: w.Authorizer.File}
+	limits := workspaceauth.Limits{PerClient: w.Logins.PerClient, Total: w.Logins.Total}
+	p := &workspaceParts{metrics: m, store: workspaceauth.NewMemoryStore(limits), file: w.Authorizer.File}
 	if agents.redis != nil {
-		p.store = workspaceauth.NewRedisStore(agents.redis, cfg.Registry.Redis.KeyPrefix, workspaceauth.DefaultLimits)
+		p.store = workspaceauth.NewRedisStore(agents.redis, cfg.Registry.Redis.KeyPrefix, limits)
 	}
 	var authorizer workspaceauth.Authorizer
 	if w.Authorizer.File != "" {
