@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -46,13 +47,15 @@ type Options struct {
 type Auth struct {
 	o        Options
 	authHost string
-	cookies  *codec
-	authz    *Cache
-	provider *provider
-	logouts  *logoutCache
-	log      *slog.Logger
-	metrics  *Metrics
-	busyLog  *logLimiter
+	// authOrigin is the auth host's Origin as a browser sends it: without the scheme's default port.
+	authOrigin string
+	cookies    *codec
+	authz      *Cache
+	provider   *provider
+	logouts    *logoutCache
+	log        *slog.Logger
+	metrics    *Metrics
+	busyLog    *logLimiter
 }
 
 // New checks the options. The provider is discovered at the first login, so edge starts while
@@ -96,6 +99,10 @@ func New(o Options) (*Auth, error) {
 		log:      o.Log,
 		metrics:  o.Metrics,
 		busyLog:  &logLimiter{every: 10 * time.Second},
+	}
+	a.authOrigin = ru.Scheme + "://" + ru.Host
+	if ru.Port() == map[string]string{"https": "443", "http": "80"}[ru.Scheme] {
+		a.authOrigin = ru.Scheme + "://" + strings.TrimSuffix(ru.Host, ":"+ru.Port())
 	}
 	if o.Insecure {
 		o.Log.Warn("workspaces: insecure_http is on: session cookies without Secure or __Host-, plain-HTTP URLs; for development only")

@@ -289,7 +289,7 @@ func (a *Auth) logout(w http.ResponseWriter, r *http.Request) {
 // Origin, Sec-Fetch-Site says same-origin. A request with neither is refused.
 func (a *Auth) sameOrigin(r *http.Request) bool {
 	if o := r.Header.Values("Origin"); len(o) > 0 {
-		return len(o) == 1 && o[0] == a.scheme()+"://"+a.authHost
+		return len(o) == 1 && o[0] == a.authOrigin
 	}
 	f := r.Header.Values("Sec-Fetch-Site")
 	return len(f) == 1 && f[0] == "same-origin"

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLogoutOnlyBySameOriginPost: GET /logout shows a form and logs nobody out; a POST logs out
@@ -72,4 +73,23 @@ func TestLogoutOnlyBySameOriginPost(t *testing.T) {
 		t.Fatalf("same-origin POST /logout: %d", resp.StatusCode)
 	}
 	wantRedirect(t, get(t, c, r.url("alice", "/")), "http://auth.")
+}
+
+// TestAuthOriginWithoutDefaultPort: a redirect URL that names the scheme's default port still
+// matches the Origin a browser sends, which leaves that port out.
+func TestAuthOriginWithoutDefaultPort(t *testing.T) {
+	for redirect, want := range map[string]string{
+		"https://auth.example.com:443/oauth/callback":  "https://auth.example.com",
+		"https://auth.example.com/oauth/callback":      "https://auth.example.com",
+		"https://auth.example.com:8443/oauth/callback": "https://auth.example.com:8443",
+	} {
+		a, err := New(Options{Domain: "example.com", RedirectURL: redirect, SessionKey: make([]byte, 32), SessionTTL: time.Hour, Recheck: time.Minute,
+			Authorizer: &fakeAuthorizer{}, Store: NewMemoryStore(Limits{PerClient: 1, Total: 1}), Forward: func(http.ResponseWriter, *http.Request, string, int) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.authOrigin != want {
+			t.Errorf("%s: origin %q, want %q", redirect, a.authOrigin, want)
+		}
+	}
 }
