@@ -16,6 +16,13 @@ func writeStatus(w http.ResponseWriter, code int, reason, message string) {
 	json.NewEncoder(w).Encode(statusObject(code, reason, message))
 }
 
+// WriteError answers, as a Status like every answer of the Proxy, an error found before the
+// request reached it (the front's path rule): the reason follows the HTTP status. It fits
+// proxy.PrefixRoute.WriteError; the cause label is the front's, for its logs and metrics.
+func WriteError(w http.ResponseWriter, status int, _, message string) {
+	writeStatus(w, status, reasonOf(status), message)
+}
+
 func statusObject(code int, reason, message string) map[string]any {
 	return map[string]any{
 		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},

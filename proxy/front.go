@@ -56,7 +56,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = m.err
 	}
 	if err != nil {
-		f.refuse(rec, r, err)
+		f.refuse(rec, r, err, rt.errorWriter(m.kind))
 	} else {
 		upgrade(r.Header, m.kind.upgradeRule())
 		f.dispatch(rt, m.kind, rec, r)
@@ -85,13 +85,27 @@ func (f *Front) dispatch(rt *Routes, kind RouteKind, w *recorder, r *http.Reques
 	}
 }
 
-// refuse answers a request the front will not route, before any backend sees it.
-func (f *Front) refuse(w *recorder, r *http.Request, err error) {
-	status, _ := statusOf(err)
-	writeErr(w, err)
+// refuse answers a request the front will not route, before any backend sees it, with the route's
+// error format (nil: WriteError's).
+func (f *Front) refuse(w *recorder, r *http.Request, err error, format func(http.ResponseWriter, int, string, string)) {
+	status, cause := statusOf(err)
+	if format == nil {
+		format = WriteError
+	}
+	w.cause = cause
+	format(w, status, cause, err.Error())
 	if f.metrics != nil {
 		f.metrics.requests.WithLabelValues(w.route.trafficLabel(), "edge", codeClass(status)).Inc()
 	}
+}
+
+// errorWriter is the error format of a route's refusals: the aggregation prefix's own when it
+// has one, else nil (WriteError).
+func (rt *Routes) errorWriter(kind RouteKind) func(http.ResponseWriter, int, string, string) {
+	if kind == RouteAggregation && rt.Aggregation != nil {
+		return rt.Aggregation.WriteError
+	}
+	return nil
 }
 
 // trafficLabel keeps the edge_requests_total kind label of earlier releases for runner and
@@ -118,9 +132,9 @@ func (f *Front) InternalHandler() http.Handler {
 		rec.setRequestID(r, true)
 		switch {
 		case err != nil:
-			f.refuse(rec, r, err)
+			f.refuse(rec, r, err, nil)
 		case rt.Internal == nil:
-			f.refuse(rec, r, ErrNotConfigured)
+			f.refuse(rec, r, ErrNotConfigured, nil)
 		default:
 			upgrade(r.Header, RouteInternal.upgradeRule())
 			rt.Internal.ServeHTTP(rec, r)

@@ -11,9 +11,13 @@ import (
 // A backend (or a proxy in front of it) may read a path with dot segments, doubled slashes or
 // encoded slashes as another path: /api/v4/x/../jobs/request is the job queue to Rails, not
 // legacy traffic. Such a path is refused with 400 when it is, or would be once normalised, a
-// runner path, or when normalising it would change its route. It is refused rather than normalised
-// and forwarded: a normalised path is not the request the client signed or sent, no runner sends
-// one, and a refusal is the one answer that cannot disagree with any backend's reading.
+// runner path or under the aggregation prefix, or when normalising it would change its route. It
+// is refused rather than normalised and forwarded: a normalised path is not the request the client
+// signed or sent, no runner or Kubernetes client sends one, and a refusal is the one answer that
+// cannot disagree with any backend's reading. Under the aggregation prefix, edge parses the path
+// into a verb, resource and name, fans it out and checks it, so the member must serve exactly that
+// path: configmaps/x%2F..%2F..%2Fapi%2Fv1%2Fsecrets is one name to edge and another resource to a
+// member that decodes it.
 
 // pathOdd tells whether a path, as sent, holds anything a backend may resolve: "//", a "." or
 // ".." segment (plain or percent-encoded), or an encoded slash or backslash.
@@ -36,6 +40,10 @@ func pathOdd(u *url.URL) bool {
 	return false
 }
 
+// strictPath tells whether a route takes no odd path at all: runner traffic, and the aggregation
+// prefix, whose handler parses the path as the Kubernetes API does.
+func (k RouteKind) strictPath() bool { return k == RouteRunner || k == RouteAggregation }
+
 // normalPath is the path a lenient backend would act on: backslashes as slashes, doubled
 // slashes collapsed, dot segments resolved.
 func normalPath(decoded string) string {
@@ -54,7 +62,7 @@ func checkPath(u *url.URL, classify func(string) RouteKind) error {
 	}
 	asSent := classify(u.Path)
 	normal := classify(normalPath(u.Path))
-	if asSent == RouteRunner || normal == RouteRunner || asSent != normal {
+	if asSent.strictPath() || normal.strictPath() || asSent != normal {
 		return fmt.Errorf("%w: %q has dot segments, doubled or encoded slashes that a backend may read as another route", ErrBadPath, u.EscapedPath())
 	}
 	return nil

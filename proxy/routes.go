@@ -61,6 +61,10 @@ type PrefixRoute struct {
 	Handler http.Handler
 	// Explain describes what the handler would do with a request, for `edge explain`.
 	Explain func(r *http.Request) map[string]any
+	// WriteError, when set, answers the front's refusals of this route (the path rule, the header
+	// policy) in the route's own format, as its handler answers errors: the aggregation's is a
+	// Kubernetes Status, which kubectl shows. nil: WriteError's JSON.
+	WriteError func(w http.ResponseWriter, status int, cause, message string)
 }
 
 // Routes is the whole route table of the public and internal listeners, built from one config

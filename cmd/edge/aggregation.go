@@ -65,7 +65,10 @@ func (rt *router) aggregationRoute(cfg *config.Config) (*proxy.PrefixRoute, erro
 	if err != nil {
 		return nil, usageError{fmt.Errorf("aggregation: %w", err)}
 	}
-	return &proxy.PrefixRoute{Prefix: a.Prefix, Handler: p, Explain: func(r *http.Request) map[string]any { return p.Explain(r) }}, nil
+	return &proxy.PrefixRoute{
+		Prefix: a.Prefix, Handler: p, WriteError: aggregate.WriteError,
+		Explain: func(r *http.Request) map[string]any { return p.Explain(r) },
+	}, nil
 }
 
 // endChangedWatches ends the open aggregated watches of members a reload removed or changed;
