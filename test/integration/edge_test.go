@@ -65,8 +65,9 @@ type secretConfig struct {
 }
 
 type agentsConfig struct {
-	Keys []keyConfig `yaml:"keys"`
-	Wait string      `yaml:"wait,omitempty"`
+	Keys           []keyConfig `yaml:"keys"`
+	Wait           string      `yaml:"wait,omitempty"`
+	MaxConnections int         `yaml:"max_connections,omitempty"`
 }
 
 type cellConfig struct {
