@@ -149,25 +149,18 @@ func browser() *http.Client {
 
 func get(t *testing.T, c *http.Client, u string, header ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest("GET", u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp
+	return do(t, c, "GET", u, header...)
 }
 
 func post(t *testing.T, c *http.Client, u string, header ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest("POST", u, nil)
+	return do(t, c, "POST", u, header...)
+}
+
+// do sends a request without a body with the header pairs given, and reads the answer whole.
+func do(t *testing.T, c *http.Client, method, u string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,14 +56,7 @@ func TestLogoutOnlyBySameOriginPost(t *testing.T) {
 	}
 	stillIn("after refused logouts")
 	for _, m := range []string{"PUT", "DELETE", "PATCH"} {
-		req, _ := http.NewRequest(m, auth+"/logout", nil)
-		req.Header.Set("Origin", auth)
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusMethodNotAllowed {
+		if resp := do(t, c, m, auth+"/logout", "Origin", auth); resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s /logout: %d, want 405", m, resp.StatusCode)
 		}
 	}

@@ -139,10 +139,29 @@ func (e *wsEnv) wsURL(i int, ws, path string) string {
 // workspace ws on edge i, and returns the client once it holds the workspace's session.
 func (e *wsEnv) loginGo(i int, ws, user string) *http.Client {
 	e.t.Helper()
+	c, _ := e.followLogin(i, ws, user, false)
+	return c
+}
+
+// transferLink logs user in with a Go client up to the transfer link, and returns the link
+// without following it: what an attacker would send a victim.
+func (e *wsEnv) transferLink(i int, ws, user string) string {
+	e.t.Helper()
+	_, link := e.followLogin(i, ws, user, true)
+	return link
+}
+
+// followLogin follows a login's redirects from workspace ws on edge i, logging in at the
+// provider as user, until an answer that is not a redirect or, with toTransfer, the transfer link.
+func (e *wsEnv) followLogin(i int, ws, user string, toTransfer bool) (*http.Client, string) {
+	e.t.Helper()
 	c := testnet.Client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	next := e.wsURL(i, ws, "/headers")
 	for range 10 {
+		if toTransfer && strings.Contains(next, "edge_transfer=") {
+			return c, next
+		}
 		resp, err := c.Get(next)
 		if err != nil {
 			e.t.Fatal(err)
@@ -151,8 +170,10 @@ func (e *wsEnv) loginGo(i int, ws, user string) *http.Client {
 		resp.Body.Close()
 		loc := resp.Header.Get("Location")
 		switch {
+		case resp.StatusCode != http.StatusFound && !toTransfer:
+			return c, ""
 		case resp.StatusCode != http.StatusFound:
-			return c
+			e.t.Fatalf("no transfer link for %s at %s: status %d", user, ws, resp.StatusCode)
 		case strings.HasPrefix(loc, e.op.Issuer):
 			back, err := e.op.Login(context.Background(), c, loc, user, "pw-"+user)
 			if err != nil {
@@ -168,5 +189,5 @@ func (e *wsEnv) loginGo(i int, ws, user string) *http.Client {
 		}
 	}
 	e.t.Fatalf("login for %s at %s did not end", user, ws)
-	return nil
+	return nil, ""
 }

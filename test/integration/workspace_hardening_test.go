@@ -58,42 +58,6 @@ func TestWorkspaceLoginLimits(t *testing.T) {
 	})
 }
 
-// transferLink logs user in with a Go client up to the transfer link, and returns the link
-// without following it: what an attacker would send a victim.
-func (e *wsEnv) transferLink(i int, ws, user string) string {
-	e.t.Helper()
-	c := testnet.Client()
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	next := e.wsURL(i, ws, "/page")
-	for range 10 {
-		if strings.Contains(next, "edge_transfer=") {
-			return next
-		}
-		resp, err := c.Get(next)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		loc := resp.Header.Get("Location")
-		if strings.HasPrefix(loc, e.op.Issuer) {
-			back, err := e.op.Login(context.Background(), c, loc, user, "pw-"+user)
-			if err != nil {
-				e.t.Fatalf("provider login: %v", err)
-			}
-			next = back.String()
-			continue
-		}
-		u, err := resp.Request.URL.Parse(loc)
-		if err != nil || loc == "" {
-			e.t.Fatalf("no transfer link for %s: status %d, Location %q", user, resp.StatusCode, loc)
-		}
-		next = u.String()
-	}
-	e.t.Fatalf("no transfer link for %s at %s", user, ws)
-	return ""
-}
-
 // waitLocation waits until the tab's URL is want.
 func waitLocation(t *testing.T, ctx context.Context, want string) {
 	t.Helper()
