@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/yamux"
+
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -39,6 +41,16 @@ func TestTunnelAgentAuth(t *testing.T) {
 			t.Fatalf("connect with a1's token: got %d, want 101", status)
 		}
 		defer conn.Close()
+		// The tunnel handshake: the yamux session and the control stream, as `edge agent` opens
+		// them; without it the connection is never listed.
+		session, err := yamux.Client(conn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer session.Close()
+		if _, err := session.OpenStream(); err != nil {
+			t.Fatalf("open the control stream: %v", err)
+		}
 		waitUntil(t, 10*time.Second, "the second connection of a1 to be listed", func() bool {
 			conns, err := c.connections(c.edges[1], "a1")
 			if err != nil {
