@@ -14,7 +14,8 @@ const MaxLocal = 2048
 
 // Local returns target when a browser resolves it on the origin it is on, exactly as written:
 // a path of at most MaxLocal bytes beginning with one "/" not followed by "/" or "\", with no
-// backslash, dot segment (plain or %2e), control character, space, non-ASCII byte or fragment.
+// backslash, dot segment (plain or %2e), control character, space, non-ASCII byte, fragment or
+// '%' without two hex digits.
 // Anything else is "/".
 func Local(target string) string {
 	if !isLocal(target) {
@@ -36,6 +37,9 @@ func isLocal(target string) bool {
 		if c <= ' ' || c >= 0x7f || c == '#' || (c == '\\' && i < len(path)) {
 			return false
 		}
+		if c == '%' && (i+2 >= len(target) || !isHex(target[i+1]) || !isHex(target[i+2])) {
+			return false
+		}
 	}
 	for seg := range strings.SplitSeq(path[1:], "/") {
 		if isDots(seg) {
@@ -43,6 +47,10 @@ func isLocal(target string) bool {
 		}
 	}
 	return true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // isDots tells whether a path segment is "." or "..", in any spelling with %2e.
