@@ -356,9 +356,10 @@ func testWaitConnected(t *testing.T, newEdge NewEdge) {
 func testWaitTimesOut(t *testing.T, newEdge NewEdge) {
 	b := StartEdge(t, newEdge, EdgeB, FastOptions())
 	const timeout = 300 * time.Millisecond
+	// start before the deadline is set: taken after it, the wait can end a hair under timeout.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	start := time.Now()
 	got, err := b.Wait(ctx, "agent-never")
 	elapsed := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, discovery.ErrRegistryUnavailable) || len(got) != 0 {
