@@ -205,49 +205,6 @@ func serve(ctx context.Context, cfg *config.Config, path string, o overrides, lo
 	return err
 }
 
-type listeners struct{ public, ops, internal, redirect, ssh net.Listener }
-
-// openListeners opens every listener before anything starts, so a busy port fails at once.
-func openListeners(cfg *config.Config, withInternal bool) (listeners, error) {
-	var l listeners
-	var err error
-	if l.public, err = listen(cfg.Listen.Public, cfg.Limits.MaxConnections); err != nil {
-		return l, fmt.Errorf("listen.public: %w", err)
-	}
-	if l.ops, err = listen(cfg.Listen.Ops, 0); err != nil {
-		l.public.Close()
-		return l, fmt.Errorf("listen.ops: %w", err)
-	}
-	if withInternal {
-		if l.internal, err = listen(cfg.Listen.Internal, 0); err != nil {
-			l.public.Close()
-			l.ops.Close()
-			return l, fmt.Errorf("listen.internal: %w", err)
-		}
-	}
-	if cfg.Listen.SSH != "" {
-		if l.ssh, err = listen(cfg.Listen.SSH, 0); err != nil {
-			for _, ln := range []net.Listener{l.public, l.ops, l.internal} {
-				if ln != nil {
-					ln.Close()
-				}
-			}
-			return l, fmt.Errorf("listen.ssh: %w", err)
-		}
-	}
-	if cfg.TLS != nil && cfg.TLS.RedirectHTTP != "" {
-		if l.redirect, err = listen(cfg.TLS.RedirectHTTP, 0); err != nil {
-			for _, ln := range []net.Listener{l.public, l.ops, l.internal} {
-				if ln != nil {
-					ln.Close()
-				}
-			}
-			return l, fmt.Errorf("tls.redirect_http: %w", err)
-		}
-	}
-	return l, nil
-}
-
 // shutdown lets the servers' requests finish within ctx, then closes what remains.
 func shutdown(ctx context.Context, log *slog.Logger, servers ...*http.Server) {
 	var wg sync.WaitGroup
