@@ -139,7 +139,7 @@ func causeText(cause string) string {
 // WriteError is edge's one error answer, on every listener and for every package: a small JSON
 // body {"error": cause, "message": message} that names the problem and never echoes a token.
 func WriteError(w http.ResponseWriter, status int, cause, message string) {
-	if rec, ok := w.(*recorder); ok {
+	if rec := recorderOf(w); rec != nil {
 		rec.cause = cause
 	}
 	if status == statusClientClosed {
