@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -169,14 +168,4 @@ func writeErr(w http.ResponseWriter, err error) {
 // ErrorStatus exposes the error-to-status mapping for callers that report decisions.
 func ErrorStatus(err error) (status int, cause string) {
 	return statusOf(err)
-}
-
-func notConfigured(kind RouteKind) error {
-	switch kind {
-	case RouteAgentConnect:
-		return fmt.Errorf("%w: this edge accepts no agents (agents.keys is not set)", ErrNotConfigured)
-	case RouteGitLabAPI:
-		return fmt.Errorf("%w: the API for GitLab is off (gitlab_api is not set)", ErrNotConfigured)
-	}
-	return ErrNotConfigured
 }

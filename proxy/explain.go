@@ -34,64 +34,13 @@ func (f *Front) Explain(r *http.Request) Explanation {
 		err = m.err
 	}
 	if err == nil {
-		err = f.explainRoute(rt, r, &e)
+		err = m.kind.spec().explain(rt, r, &e)
 	}
 	if err != nil {
 		e.Status, e.Cause = statusOf(err)
 		e.Error = err.Error()
 	}
 	return e
-}
-
-func (f *Front) explainRoute(rt *Routes, r *http.Request, e *Explanation) error {
-	switch e.Route {
-	case RouteRunner, RouteLegacy:
-		kind := TrafficRunner
-		if e.Route == RouteLegacy {
-			kind = TrafficOther
-		}
-		d, err := rt.Runner.explain(r, kind)
-		e.Decision = &d
-		return err
-	case RouteAgentConnect:
-		e.Rule = "agent token verified; the agent id comes from the token"
-	case RouteGitLabAPI:
-		call, err := parseAPICall(r.Method, r.URL)
-		if err != nil {
-			return err
-		}
-		e.API = &call
-		switch {
-		case call.op != opProxy:
-			e.Rule = "registry query (a GitLab API JWT is required)"
-		case call.target.ConnectionID != "":
-			e.Rule = "one named connection of the agent: local tunnel, else its holder's internal listener"
-		default:
-			e.Rule = "any connection of the agent: local tunnel, else a holder from the registry, waiting up to agents.wait"
-		}
-	case RouteAggregation:
-		e.Rule = "the Kubernetes API of the member clusters"
-		if rt.Aggregation.Explain != nil {
-			e.Fields = rt.Aggregation.Explain(r)
-			if rule, ok := e.Fields["rule"].(string); ok {
-				e.Rule = rule
-			}
-		}
-	case RouteWorkspace, RouteAuth:
-		hr := rt.Workspaces
-		e.Rule = "session for exactly this host, then the authorizer, then the agent's tunnel to the port in the host"
-		if e.Route == RouteAuth {
-			hr, e.Rule = rt.Auth, "the login's own host: /oauth/start, /oauth/callback, /logout"
-		}
-		if hr.Explain != nil {
-			fields, err := hr.Explain(r.Host)
-			e.Fields = fields
-			return err
-		}
-	default:
-		e.Rule = "served by the " + e.Route.String() + " handler"
-	}
-	return nil
 }
 
 func (e Explanation) MarshalJSON() ([]byte, error) {

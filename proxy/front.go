@@ -59,29 +59,10 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.refuse(rec, r, err, rt.errorWriter(m.kind))
 	} else {
 		upgrade(r.Header, m.kind.upgradeRule())
-		f.dispatch(rt, m.kind, rec, r)
+		m.kind.spec().serve(rt, rec, r)
 	}
 	if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
 		rec.logAccess(r.Context(), f.access, r, start)
-	}
-}
-
-func (f *Front) dispatch(rt *Routes, kind RouteKind, w *recorder, r *http.Request) {
-	switch kind {
-	case RouteRunner:
-		rt.Runner.serve(w, r, TrafficRunner)
-	case RouteLegacy:
-		rt.Runner.serve(w, r, TrafficOther)
-	case RouteAgentConnect:
-		rt.AgentConnect.ServeHTTP(w, r)
-	case RouteGitLabAPI:
-		rt.GitLabAPI.ServeHTTP(w, r)
-	case RouteAggregation:
-		rt.Aggregation.Handler.ServeHTTP(w, r)
-	case RouteWorkspace:
-		rt.Workspaces.Handler.ServeHTTP(w, r)
-	case RouteAuth:
-		rt.Auth.Handler.ServeHTTP(w, r)
 	}
 }
 
@@ -99,27 +80,6 @@ func (f *Front) refuse(w *recorder, r *http.Request, err error, format func(http
 	}
 }
 
-// errorWriter is the error format of a route's refusals: the aggregation prefix's own when it
-// has one, else nil (WriteError).
-func (rt *Routes) errorWriter(kind RouteKind) func(http.ResponseWriter, int, string, string) {
-	if kind == RouteAggregation && rt.Aggregation != nil {
-		return rt.Aggregation.WriteError
-	}
-	return nil
-}
-
-// trafficLabel keeps the edge_requests_total kind label of earlier releases for runner and
-// legacy traffic.
-func (k RouteKind) trafficLabel() string {
-	switch k {
-	case RouteRunner:
-		return TrafficRunner.String()
-	case RouteLegacy:
-		return TrafficOther.String()
-	}
-	return k.String()
-}
-
 // InternalHandler serves the internal listener through the same policy: its peers are other
 // edges, whose forwarding headers, request ids and Edge-* routing headers it keeps.
 func (f *Front) InternalHandler() http.Handler {
@@ -130,14 +90,15 @@ func (f *Front) InternalHandler() http.Handler {
 		rec := &recorder{ResponseWriter: w, route: RouteInternal}
 		err := policy.clean(r, true)
 		rec.setRequestID(r, true)
+		if err == nil {
+			err = RouteInternal.notConfigured(rt)
+		}
 		switch {
 		case err != nil:
 			f.refuse(rec, r, err, nil)
-		case rt.Internal == nil:
-			f.refuse(rec, r, ErrNotConfigured, nil)
 		default:
 			upgrade(r.Header, RouteInternal.upgradeRule())
-			rt.Internal.ServeHTTP(rec, r)
+			RouteInternal.spec().serve(rt, rec, r)
 		}
 		if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
 			rec.logAccess(r.Context(), f.access, r, start)

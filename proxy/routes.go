@@ -23,26 +23,6 @@ const (
 	numRouteKinds
 )
 
-func (k RouteKind) String() string {
-	switch k {
-	case RouteRunner:
-		return "runner"
-	case RouteAgentConnect:
-		return "agent_connect"
-	case RouteGitLabAPI:
-		return "gitlab_api"
-	case RouteAggregation:
-		return "aggregation"
-	case RouteWorkspace:
-		return "workspace"
-	case RouteAuth:
-		return "auth"
-	case RouteInternal:
-		return "internal"
-	}
-	return "legacy"
-}
-
 // gitlabAPIPrefix is where the API for GitLab lives on the public listener.
 const gitlabAPIPrefix = "/-/api/v1/"
 
@@ -103,19 +83,7 @@ func (rt *Routes) match(r *http.Request) route {
 		return route{kind: rt.pathKind(r.URL.Path), err: err}
 	}
 	kind := rt.pathKind(r.URL.Path)
-	var configured bool
-	switch kind {
-	case RouteAgentConnect:
-		configured = rt.AgentConnect != nil
-	case RouteGitLabAPI:
-		configured = rt.GitLabAPI != nil
-	default:
-		return route{kind: kind}
-	}
-	if !configured {
-		return route{kind: kind, err: notConfigured(kind)}
-	}
-	return route{kind: kind}
+	return route{kind: kind, err: kind.notConfigured(rt)}
 }
 
 // pathKind classifies a path alone: edge's own paths, the aggregation prefix, runner traffic,
@@ -132,19 +100,6 @@ func (rt *Routes) pathKind(path string) RouteKind {
 		return RouteRunner
 	}
 	return RouteLegacy
-}
-
-// upgradeRule says which protocol switch a route lets through.
-func (k RouteKind) upgradeRule() upgradeRule {
-	switch k {
-	case RouteAgentConnect:
-		return upgradeTunnel
-	case RouteInternal:
-		return upgradeInternal
-	case RouteLegacy, RouteGitLabAPI, RouteWorkspace, RouteAggregation:
-		return upgradeWebSocket
-	}
-	return upgradeNone
 }
 
 func hostOnly(host string) string {
