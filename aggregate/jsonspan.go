@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+
+	"gitlab.com/edge/edge/internal/jsonspan"
 )
 
 // Stamping thousands of list items must not decode and re-encode each one: these functions find
@@ -12,132 +14,29 @@ import (
 
 var errJSONSpan = errors.New("aggregate: unexpected JSON")
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the index just past the JSON value starting at i.
-func valueEnd(b []byte, i int) (int, error) {
-	i = skipSpace(b, i)
-	if i >= len(b) {
-		return 0, errJSONSpan
-	}
-	switch b[i] {
-	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1, nil
-			}
-		}
-		return 0, errJSONSpan
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, err := valueEnd(b, j)
-				if err != nil {
-					return 0, err
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, nil
-				}
-			}
-		}
-		return 0, errJSONSpan
-	default:
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
-			j++
-		}
-		return j, nil
-	}
-}
-
 // span is where a value stands in JSON text.
 type span struct{ start, end int }
 
 // topFields finds the values of the object's top-level keys in one pass.
 func topFields(b []byte) (map[string]span, error) {
 	out := map[string]span{}
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	if _, ok := jsonspan.Object(b, 0, jsonspan.MaxDepth, func(key []byte, start, end int) bool {
+		out[string(key[1:len(key)-1])] = span{start, end}
+		return false
+	}); !ok {
 		return nil, errJSONSpan
 	}
-	i++
-	for {
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == '}' {
-			return out, nil
-		}
-		kEnd, err := valueEnd(b, i)
-		if err != nil || kEnd-i < 2 {
-			return nil, errJSONSpan
-		}
-		name := string(b[i+1 : kEnd-1])
-		i = skipSpace(b, kEnd)
-		if i >= len(b) || b[i] != ':' {
-			return nil, errJSONSpan
-		}
-		vStart := skipSpace(b, i+1)
-		vEnd, err := valueEnd(b, vStart)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = span{vStart, vEnd}
-		i = skipSpace(b, vEnd)
-		if i < len(b) && b[i] == ',' {
-			i++
-		}
-	}
+	return out, nil
 }
 
 // field finds a key of the object starting at i (b[i] == '{'): the span of its value, or ok
 // false when the object has no such key.
 func field(b []byte, i int, key string) (start, end int, ok bool, err error) {
-	i = skipSpace(b, i)
-	if i >= len(b) || b[i] != '{' {
+	start, end, ok, wellFormed := jsonspan.Field(b, i, jsonspan.MaxDepth, key)
+	if !wellFormed {
 		return 0, 0, false, errJSONSpan
 	}
-	i++
-	for {
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == '}' {
-			return 0, 0, false, nil
-		}
-		kEnd, err := valueEnd(b, i)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		name := b[i:kEnd]
-		i = skipSpace(b, kEnd)
-		if i >= len(b) || b[i] != ':' {
-			return 0, 0, false, errJSONSpan
-		}
-		vStart := skipSpace(b, i+1)
-		vEnd, err := valueEnd(b, vStart)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		if len(name) == len(key)+2 && string(name[1:len(name)-1]) == key {
-			return vStart, vEnd, true, nil
-		}
-		i = skipSpace(b, vEnd)
-		if i < len(b) && b[i] == ',' {
-			i++
-		}
-	}
+	return start, end, ok, nil
 }
 
 // stampFast is stamp by splicing: the cluster annotation inserted (or set) and the
@@ -160,36 +59,16 @@ func splice(raw []byte, cluster string) ([]byte, error) {
 	var ann, rv span
 	hasAnn, hasRV := false, false
 	// One pass over metadata's keys.
-	i := 1
-	for {
-		i = skipSpace(meta, i)
-		if i >= len(meta) || meta[i] == '}' {
-			break
+	if _, ok := jsonspan.Object(meta, 0, jsonspan.MaxDepth, func(key []byte, start, end int) bool {
+		switch {
+		case jsonspan.KeyEquals(key, "annotations"):
+			ann, hasAnn = span{start, end}, true
+		case jsonspan.KeyEquals(key, "resourceVersion"):
+			rv, hasRV = span{start, end}, true
 		}
-		kEnd, err := valueEnd(meta, i)
-		if err != nil {
-			return nil, err
-		}
-		key := meta[i:kEnd]
-		i = skipSpace(meta, kEnd)
-		if i >= len(meta) || meta[i] != ':' {
-			return nil, errJSONSpan
-		}
-		vStart := skipSpace(meta, i+1)
-		vEnd, err := valueEnd(meta, vStart)
-		if err != nil {
-			return nil, err
-		}
-		switch string(key) {
-		case `"annotations"`:
-			ann, hasAnn = span{vStart, vEnd}, true
-		case `"resourceVersion"`:
-			rv, hasRV = span{vStart, vEnd}, true
-		}
-		i = skipSpace(meta, vEnd)
-		if i < len(meta) && meta[i] == ',' {
-			i++
-		}
+		return false
+	}); !ok {
+		return nil, errJSONSpan
 	}
 	if hasAnn {
 		if meta[ann.start] != '{' {
@@ -208,20 +87,20 @@ func splice(raw []byte, cluster string) ([]byte, error) {
 	var edits [2]edit
 	n := 0
 	if hasRV && meta[rv.start] == '"' {
-		if v, ok := plainString(meta[rv.start:rv.end]); ok && v != "" {
+		if v, ok := jsonspan.Unquote(meta[rv.start:rv.end]); ok && v != "" {
 			edits[n] = edit{rv.start, rv.end, append(append([]byte{'"'}, singleRV(clusterJSON, v)...), '"')}
 			n++
 		}
 	}
 	if hasAnn {
-		inner := skipSpace(meta, ann.start+1)
+		inner := jsonspan.Space(meta, ann.start+1)
 		with := append(entry, ',')
 		if meta[inner] == '}' {
 			with = entry
 		}
 		edits[n] = edit{ann.start + 1, ann.start + 1, with}
 	} else {
-		at := skipSpace(meta, 1)
+		at := jsonspan.Space(meta, 1)
 		with := append(append([]byte(`"annotations":{`), entry...), '}')
 		if meta[at] != '}' {
 			with = append(with, ',')
@@ -242,19 +121,6 @@ func splice(raw []byte, cluster string) ([]byte, error) {
 	}
 	out = append(out, meta[prev:]...)
 	return append(out, raw[mEnd:]...), nil
-}
-
-// plainString reads a JSON string without escapes (a resourceVersion is digits).
-func plainString(b []byte) (string, bool) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return "", false
-	}
-	for _, c := range b[1 : len(b)-1] {
-		if c == '\\' || c < 0x20 {
-			return "", false
-		}
-	}
-	return string(b[1 : len(b)-1]), true
 }
 
 func jsonString(s string) []byte {

@@ -3,6 +3,8 @@ package aggregate
 import (
 	"encoding/json"
 	"strings"
+
+	"gitlab.com/edge/edge/internal/jsonspan"
 )
 
 // An object is rewritten on its way out (cluster annotation, global resourceVersion) and on its
@@ -169,16 +171,16 @@ func arrayElements(raw []byte, s, e int) ([]json.RawMessage, error) {
 		return nil, errJSONSpan
 	}
 	var out []json.RawMessage
-	i := skipSpace(raw, s+1)
+	i := jsonspan.Space(raw, s+1)
 	for i < e-1 {
-		end, err := valueEnd(raw, i)
-		if err != nil {
-			return nil, err
+		end, ok := jsonspan.End(raw, i, jsonspan.MaxDepth)
+		if !ok {
+			return nil, errJSONSpan
 		}
 		out = append(out, raw[i:end])
-		i = skipSpace(raw, end)
+		i = jsonspan.Space(raw, end)
 		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+			i = jsonspan.Space(raw, i+1)
 		}
 	}
 	return out, nil
