@@ -128,7 +128,7 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 
 // agentVerifier checks agent tokens with the keys of one config.
 func agentVerifier(c config.Agents) (*tokens.AgentVerifier, error) {
-	keys, err := agentKeys(c.Keys)
+	keys, err := verificationKeys("agents.keys", c.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -137,22 +137,6 @@ func agentVerifier(c config.Agents) (*tokens.AgentVerifier, error) {
 		return nil, fmt.Errorf("agents.keys: %w", err)
 	}
 	return v, nil
-}
-
-func agentKeys(refs []config.KeyRef) ([]tokens.Key, error) {
-	var keys []tokens.Key
-	for i, k := range refs {
-		if k.IsHMAC() {
-			keys = append(keys, tokens.Key{ID: k.KID, Algorithm: k.Alg, Public: k.PEM})
-			continue
-		}
-		key, err := tokens.ParsePublicKeyPEM(k.KID, k.Alg, k.PEM)
-		if err != nil {
-			return nil, fmt.Errorf("agents.keys[%d]: %w", i, err)
-		}
-		keys = append(keys, key)
-	}
-	return keys, nil
 }
 
 func connInfo(c *tunnel.Conn) discovery.ConnInfo {

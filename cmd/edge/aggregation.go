@@ -10,7 +10,6 @@ import (
 	"gitlab.com/edge/edge/aggregate"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/proxy"
-	"gitlab.com/edge/edge/tokens"
 )
 
 // aggregationParts outlive a reload: the metrics, and the open watches, so a reload ends only the
@@ -37,17 +36,13 @@ func (rt *router) aggregationRoute(cfg *config.Config) (*proxy.PrefixRoute, erro
 	if a == nil || parts == nil {
 		return nil, nil
 	}
+	parsed, err := verificationKeys("aggregation.auth.keys", a.Auth.Keys)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	var keys []aggregate.JWTKey
-	for i, k := range a.Auth.Keys {
-		if k.IsHMAC() {
-			keys = append(keys, aggregate.JWTKey{ID: k.KID, Algorithm: k.Alg, Key: k.PEM})
-			continue
-		}
-		key, err := tokens.ParsePublicKeyPEM(k.KID, k.Alg, k.PEM)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("aggregation.auth.keys[%d]: %w", i, err)}
-		}
-		keys = append(keys, aggregate.JWTKey{ID: key.ID, Algorithm: key.Algorithm, Key: key.Public})
+	for _, k := range parsed {
+		keys = append(keys, aggregate.JWTKey{ID: k.ID, Algorithm: k.Algorithm, Key: k.Public})
 	}
 	auth, err := aggregate.NewAuthenticator(a.Auth.Tokens, keys, a.Auth.Issuer, a.Auth.Audience)
 	if err != nil {

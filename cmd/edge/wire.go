@@ -196,13 +196,9 @@ func buildCells(in []config.Cell) (*discovery.Cells, error) {
 }
 
 func buildVerifier(t config.Tokens) (*tokens.Verifier, error) {
-	var keys []tokens.Key
-	for i, k := range t.JobJWT.Keys {
-		key, err := tokens.ParsePublicKeyPEM(k.KID, k.Alg, k.PEM)
-		if err != nil {
-			return nil, fmt.Errorf("tokens.job_jwt.keys[%d]: %w", i, err)
-		}
-		keys = append(keys, key)
+	keys, err := verificationKeys("tokens.job_jwt.keys", t.JobJWT.Keys)
+	if err != nil {
+		return nil, err
 	}
 	if len(t.JobJWT.JWKS) > 0 {
 		jwks, err := tokens.ParseJWKS(t.JobJWT.JWKS)
@@ -217,4 +213,23 @@ func buildVerifier(t config.Tokens) (*tokens.Verifier, error) {
 		Audience:  t.JobJWT.Audience,
 		CacheSize: t.CacheSize,
 	})
+}
+
+// verificationKeys is the one conversion of configured keys (config.KeyRef) into the keys
+// tokens verifies with: a shared secret as it was read for HS*, a parsed public key otherwise.
+// path names the keys in errors, e.g. "agents.keys".
+func verificationKeys(path string, refs []config.KeyRef) ([]tokens.Key, error) {
+	var keys []tokens.Key
+	for i, k := range refs {
+		if k.IsHMAC() {
+			keys = append(keys, tokens.Key{ID: k.KID, Algorithm: k.Alg, Public: k.PEM})
+			continue
+		}
+		key, err := tokens.ParsePublicKeyPEM(k.KID, k.Alg, k.PEM)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", path, i, err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }
