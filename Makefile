@@ -10,9 +10,11 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o bin/edge ./cmd/edge
 
-# make demo DEMO_FLAGS='--listen 127.0.0.1:18080 --ops 127.0.0.1:19090' when 8080 or 9090 is taken
-demo:
-	$(GO) run ./cmd/edge demo $(DEMO_FLAGS)
+# make demo DEMO_FLAGS='--listen 127.0.0.1:18080 --ops 127.0.0.1:19090' when 8080 or 9090 is taken.
+# The demo (cmd/edge-demo, with its fake cells and login) runs bin/edge, the router binary, which
+# links none of them.
+demo: build
+	$(GO) run ./cmd/edge-demo --edge bin/edge $(DEMO_FLAGS)
 
 # Every test: static checks, unit and integration tests (real edge binary, real processes),
 # then each fuzz target for a bounded number of executions (FUZZEXECS; see scripts/fuzz.sh).

@@ -1,4 +1,5 @@
-// Command edge is the edge router: one binary for the router, its tools and its demo.
+// Command edge is the edge router: one binary for the router and its tools. The demo (make demo,
+// cmd/edge-demo) runs this binary but lives apart, so that it links none of the demo's fakes.
 package main
 
 import (
@@ -57,7 +58,6 @@ Usage:
   edge token mint routable|job|agent|gitlab-api ...
                                         mint tokens for tests and tooling
   edge token decode TOKEN|-             print a token's routing keys
-  edge demo                             run a self-contained demo on loopback
   edge version (or edge --version)      print version, commit and Go version
 
 Run 'edge COMMAND --help' for a command's flags.
@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "token":
 		return cmdToken(rest, stdin, stdout, stderr)
 	case "demo":
-		return cmdDemo(ctx, rest, stdout, stderr)
+		return usagef("the demo is not part of the router binary: run 'make demo' in the source tree (cmd/edge-demo)")
 	case "version", "-v", "-version", "--version":
 		return cmdVersion(rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":

@@ -1,7 +1,7 @@
 // Package cellsim is a fake GitLab cell. It speaks the part of the runner API that edge routes
 // (runner registration and verification, the job request long poll, job updates, traces and
 // artifacts) the way GitLab answers it, and records every request that reaches it, so tests and
-// `edge demo` can tell where traffic went and whether its bytes arrived intact.
+// the demo (cmd/edge-demo) can tell where traffic went and whether its bytes arrived intact.
 //
 // A cell authenticates tokens the way a real cell would look to a router: it accepts the tokens
 // it issued, tokens whose routing keys name it, and (only the legacy cell) tokens that name no
@@ -37,7 +37,7 @@ type Options struct {
 	// Default: https://objects.cell<id>.example.com.
 	ObjectStorageURL string
 	// PublicArtifacts lets a download with no token at all through, as for a public project's
-	// artifacts (edge demo shows routing by job id with it). A token that is sent must still
+	// artifacts (the demo shows routing by job id with it). A token that is sent must still
 	// be one the cell issued. Default: GitLab's rule, a job token is required.
 	PublicArtifacts bool
 	Log             *slog.Logger

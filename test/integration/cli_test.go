@@ -249,7 +249,7 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"help"}, {"-h"},
 		{"serve", "--help"}, {"agent", "--help"}, {"check", "--help"}, {"explain", "--help"},
-		{"demo", "--help"}, {"version", "--help"},
+		{"version", "--help"},
 		{"token", "--help"}, {"token", "mint", "--help"}, {"token", "mint", "-h"},
 		{"token", "mint", "routable", "--help"}, {"token", "mint", "job", "--help"},
 		{"token", "mint", "agent", "--help"}, {"token", "mint", "gitlab-api", "--help"},

@@ -19,9 +19,9 @@ import (
 	"time"
 )
 
-// TestDemo runs `edge demo` on free ports, then every command it prints, in order and in one
-// bash session (JOB_TOKEN and API carry over), and checks that each answers as printed. Ctrl-C
-// then stops the demo.
+// TestDemo runs the demo (cmd/edge-demo, which runs edge) on free ports, then every command it
+// prints, in order and in one bash session (JOB_TOKEN and API carry over), and checks that each
+// answers as printed. Ctrl-C then stops the demo.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
@@ -151,7 +151,7 @@ func TestDemoBusyPort(t *testing.T) {
 			addrs[flag] = busy.Addr().String()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, edgeBinaryPath(), "demo", "--listen", addrs["listen"], "--ops", addrs["ops"], "--ssh", freeAddr(t))
+			cmd := exec.CommandContext(ctx, demoBinaryPath(), "--listen", addrs["listen"], "--ops", addrs["ops"], "--ssh", freeAddr(t))
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -172,11 +172,25 @@ func TestDemoBusyPort(t *testing.T) {
 	}
 }
 
-// startDemo runs `edge demo` with its standard output kept apart from its logs, and stops it
+// TestDemoApart: the router binary has no demo, only a pointer to it (exit 2, one line); the demo
+// command has its --help.
+func TestDemoApart(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := runEdge(t, "demo", "--listen", freeAddr(t))
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "make demo") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("edge demo: exit %d, stdout %q, stderr %q; want exit 2 and one line naming make demo", code, stdout, stderr)
+	}
+	out, err := exec.Command(demoBinaryPath(), "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Usage: edge-demo") || !strings.Contains(string(out), "-edge") {
+		t.Errorf("edge-demo --help: %v, output %q; want exit 0 and its usage", err, out)
+	}
+}
+
+// startDemo runs the demo with its standard output kept apart from its logs, and stops it
 // when the test ends.
 func startDemo(t *testing.T, args ...string) (*process, *cappedBuffer) {
 	t.Helper()
-	cmd := exec.Command(edgeBinaryPath(), append([]string{"demo"}, args...)...)
+	cmd := exec.Command(demoBinaryPath(), args...)
 	p := &process{name: "edge demo", cmd: cmd, out: &cappedBuffer{max: 4 << 20}, exited: make(chan struct{})}
 	stdout := &cappedBuffer{max: 1 << 20}
 	cmd.Stdout, cmd.Stderr = stdout, p.out

@@ -3,7 +3,8 @@
 // with its bytes intact.
 //
 // Run with `go test ./test/integration/` from the repository root (about 50 s on 2 cores; the
-// two 30 s long-poll tests run in parallel with the rest). TestMain builds ./cmd/edge once.
+// two 30 s long-poll tests run in parallel with the rest). TestMain builds ./cmd/edge and the
+// demo, ./cmd/edge-demo, once.
 // The agent tunnel tests (tunnel_*_test.go) also run redis-server, which `make deps` installs.
 package integration
 
@@ -16,7 +17,7 @@ import (
 	"testing"
 )
 
-// TestMain builds the edge binary once for every test.
+// TestMain builds the edge binary and the demo once for every test.
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -30,10 +31,11 @@ func runTests(m *testing.M) int {
 	}
 	bin := edgeBinaryPath()
 	defer os.RemoveAll(filepath.Dir(bin))
-	build := exec.Command("go", "build", "-o", bin, "./cmd/edge")
+	// Into the directory (the trailing slash): edge and edge-demo, which finds edge next to it.
+	build := exec.Command("go", "build", "-o", filepath.Dir(bin)+string(filepath.Separator), "./cmd/edge", "./cmd/edge-demo")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "integration: go build ./cmd/edge: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "integration: go build ./cmd/edge ./cmd/edge-demo: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()
@@ -42,6 +44,11 @@ func runTests(m *testing.M) int {
 // edgeBinaryPath is where TestMain builds edge: a directory of this test process.
 func edgeBinaryPath() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("edge-integration-%d", os.Getpid()), "edge")
+}
+
+// demoBinaryPath is where TestMain builds the demo: next to edge, which it runs.
+func demoBinaryPath() string {
+	return filepath.Join(filepath.Dir(edgeBinaryPath()), "edge-demo")
 }
 
 // repoRoot is the module root: two levels up from this package.

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,13 +27,19 @@ import (
 	"gitlab.com/edge/edge/tunnel"
 )
 
-// cmdDemo runs edge on embedded defaults with two demo cells on loopback and prints what to try.
+// cmdDemo runs edge (the router binary, as `edge serve`) on embedded defaults with two demo cells
+// on loopback and prints what to try.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("demo", "demo [--listen 127.0.0.1:8080] [--ops 127.0.0.1:9090] [--ssh 127.0.0.1:2222]", stderr)
+	fs := newFlagSet("[--edge bin/edge] [--listen 127.0.0.1:8080] [--ops 127.0.0.1:9090] [--ssh 127.0.0.1:2222]", stderr)
+	edgeBin := fs.String("edge", "", "the edge binary to run (default: edge next to this program; make demo builds bin/edge)")
 	public := fs.String("listen", "127.0.0.1:8080", "edge's public address")
 	ops := fs.String("ops", "127.0.0.1:9090", "edge's ops address (/metrics, /readyz)")
 	sshAddr := fs.String("ssh", "127.0.0.1:2222", "edge's SSH address, when OpenSSH's sshd is installed for the demo workspace")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	edgePath, err := findEdge(*edgeBin)
+	if err != nil {
 		return err
 	}
 	addrs := []demoAddr{{"listen", *public}, {"ops", *ops}}
@@ -86,7 +93,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		sshKeys = fmt.Sprintf("  ssh: {host_key_file: %q, client_key_file: %q}\n", sshd.edgeKeyFile, sshd.clientKeyFile)
 	}
 	cfgPath := filepath.Join(dir, "edge.yaml")
-	yaml := fmt.Sprintf(`# edge demo config, written by 'edge demo'
+	yaml := fmt.Sprintf(`# edge demo config, written by the demo (make demo)
 listen: {public: %[1]q, ops: %[2]q%[9]s}
 cells:
   - {id: 1, url: %[3]q, legacy: true, id_ranges: ["1-1999999"]}
@@ -119,10 +126,6 @@ log: {level: warn, format: text}
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		return err
-	}
 	tok2, err := mintDemoRoutable(tokens.Keys{}.Set(tokens.KeyCell, 2).Set(tokens.KeyOrganization, 1))
 	if err != nil {
 		return err
@@ -137,8 +140,9 @@ log: {level: warn, format: text}
 	for _, t := range []string{tok2} {
 		cell2.AcceptToken(t)
 	}
-	self, _ := os.Executable()
-	if strings.Contains(self, "go-build") {
+	// The commands printed run edge as the demo was run: with go run (make demo), or the binary.
+	self := edgePath
+	if exe, _ := os.Executable(); strings.Contains(exe, "go-build") {
 		self = "go run ./cmd/edge"
 	}
 	workspacePort, err := startDemoWorkspace(ctx, log)
@@ -165,12 +169,44 @@ log: {level: warn, format: text}
 	if err != nil {
 		return err
 	}
+	edge := exec.CommandContext(ctx, edgePath, "serve", "--config", cfgPath)
+	edge.Stdout, edge.Stderr = stderr, stderr
+	// Ctrl-C or SIGTERM: edge drains (shutdown.grace, 2 s here) as it does in production.
+	edge.Cancel = func() error { return edge.Process.Signal(syscall.SIGTERM) }
+	edge.WaitDelay = 30 * time.Second
+	if err := edge.Start(); err != nil {
+		return fmt.Errorf("start %s serve: %w", edgePath, err)
+	}
 	go runDemoAgent(ctx, agent, "http://"+*ops, func() {
 		printDemo(stdout, demoInfo{edge: "http://" + *public, ops: "http://" + *ops, cfg: cfgPath, self: self,
 			tok2: tok2, jobID: jobID, apiToken: apiToken, workspacePort: workspacePort,
 			workspaceURL: fmt.Sprintf("http://%d-demo.%s:%s/", workspacePort, demoDomain, publicPort), ssh: sshStep})
 	})
-	return serve(ctx, cfg, cfgPath, overrides{}, log, stderr)
+	err = edge.Wait()
+	if edge.ProcessState != nil && edge.ProcessState.Success() {
+		return nil // stopped by Ctrl-C or SIGTERM, drained
+	}
+	return fmt.Errorf("edge serve: %w", err)
+}
+
+// findEdge returns the absolute path of the edge binary: the one given, or edge next to this
+// program.
+func findEdge(given string) (string, error) {
+	if given == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		given = filepath.Join(filepath.Dir(exe), "edge")
+	}
+	path, err := filepath.Abs(given)
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(path); err != nil || info.IsDir() {
+		return "", usagef("no edge binary at %s: give --edge PATH (make demo builds bin/edge)", path)
+	}
+	return path, nil
 }
 
 // demoAgentWait is agents.wait in the demo: long enough to see edge wait for an agent that is
@@ -272,7 +308,7 @@ func newDemoAgent(edgeURL string, key []byte, ports []int, log *slog.Logger) (*t
 		Info:          tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
 		Upstreams:     tunnel.AllowPorts(ports...),
 		MinBackoff:    200 * time.Millisecond,
-		WrapTransport: inlineTransport,
+		WrapTransport: func(t *http.Transport) tunnel.RoundTripCloser { return proxy.NewInlineTransport(t) },
 		Logger:        log,
 	})
 }
@@ -389,7 +425,7 @@ func probeDemoAddrs(addrs []demoAddr) error {
 		problems = append(problems, fmt.Sprintf("%s (make demo DEMO_FLAGS='%s')", strings.Join(busy, "; "), strings.Join(hint, " ")))
 	}
 	if len(problems) > 0 {
-		return usageError{fmt.Errorf("demo: %s", strings.Join(problems, "; "))}
+		return usagef("demo: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }
