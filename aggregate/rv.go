@@ -57,14 +57,6 @@ func decodeRV(s string) (g globalRV, special bool, err error) {
 	return g, false, nil
 }
 
-func (g globalRV) clone() globalRV {
-	out := make(globalRV, len(g))
-	for k, v := range g {
-		out[k] = v
-	}
-	return out
-}
-
 // continueToken is where a paged list stands: the global version of its first page, the member
 // it is in, and that member's own continue token ("" to start the member).
 type continueToken struct {

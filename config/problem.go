@@ -74,12 +74,6 @@ func (c *checker) add(path, format string, args ...any) {
 	c.at(path, c.line(path), format, args...)
 }
 
-// addAlways is add without the one-problem-per-path rule, either way: for a problem about the
-// path being there at all, which neither replaces nor is replaced by what is wrong inside it.
-func (c *checker) addAlways(path, format string, args ...any) {
-	c.problems = append(c.problems, Problem{File: c.file, Path: path, Line: c.line(path), Message: fmt.Sprintf(format, args...)})
-}
-
 // addNear is add for a path that may be absent from the file: the line of fallback is used then.
 func (c *checker) addNear(path, fallback, format string, args ...any) {
 	line := c.line(path)

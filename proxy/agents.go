@@ -179,7 +179,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			a.serve(w, r, at, a.local)
 			if !errors.Is(at.err, errNotHere) || (body != nil && body.started()) {
 				if errors.Is(at.err, errNotHere) {
-					a.fail(w, r, t, fmt.Errorf("%w: the tunnel closed mid-request", ErrAgentNotConnected))
+					a.fail(w, r, t, fmt.Errorf("%w: the tunnel closed mid-request", tunnel.ErrAgentNotConnected))
 				}
 				a.observeWait(waited, "connected")
 				return "local"
@@ -217,7 +217,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			if body != nil && body.started() {
 				// The holder read part of the body before it said "not here": the request
 				// cannot be sent again.
-				a.fail(w, r, t, fmt.Errorf("%w: the holder went away mid-request", ErrAgentNotConnected))
+				a.fail(w, r, t, fmt.Errorf("%w: the holder went away mid-request", tunnel.ErrAgentNotConnected))
 				return "not_here_after_body"
 			}
 		}
@@ -248,7 +248,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			a.observeWait(waited, "registry_unavailable")
 			return "registry_unavailable"
 		case waitCtx.Err() != nil:
-			a.fail(w, r, t, ErrAgentNotConnected)
+			a.fail(w, r, t, tunnel.ErrAgentNotConnected)
 			a.observeWait(waited, "timeout")
 			return "timeout"
 		default:
@@ -410,7 +410,7 @@ func (a *AgentRouter) fail(w http.ResponseWriter, r *http.Request, t AgentTarget
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "5")
 	case http.StatusGatewayTimeout:
-		if errors.Is(err, ErrAgentNotConnected) {
+		if errors.Is(err, tunnel.ErrAgentNotConnected) {
 			msg = fmt.Sprintf("agent %s is not connected (waited %s)", t.AgentID, a.o.Wait)
 		}
 	}

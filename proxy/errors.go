@@ -26,11 +26,9 @@ var (
 	ErrNotFound          = errors.New("not found")
 	ErrNotConfigured     = errors.New("not configured on this edge")
 	ErrMethodNotAllowed  = errors.New("method not allowed")
-	ErrAgentNotConnected = errors.New("agent not connected")
 	ErrRegistryDown      = errors.New("agent registry unavailable")
 	ErrPeerNotAllowed    = errors.New("holder address is not inside internal.peers")
 	ErrDraining          = errors.New("edge is shutting down")
-	ErrTooManyStreams    = errors.New("too many requests in flight to the agent")
 	ErrDialRefused       = errors.New("no stream to the agent's upstream")
 	errNotHere           = errors.New("holder answered not here")
 )
@@ -69,9 +67,9 @@ func statusOf(err error) (status int, cause string) {
 		return http.StatusServiceUnavailable, "registry_unavailable"
 	case errors.Is(err, ErrDraining), errors.Is(err, tunnel.ErrServerClosed):
 		return http.StatusServiceUnavailable, "draining"
-	case errors.Is(err, ErrTooManyStreams), errors.Is(err, tunnel.ErrTooManyStreams):
+	case errors.Is(err, tunnel.ErrTooManyStreams):
 		return http.StatusServiceUnavailable, "too_many_streams"
-	case errors.Is(err, ErrAgentNotConnected):
+	case errors.Is(err, tunnel.ErrAgentNotConnected):
 		return http.StatusGatewayTimeout, "agent_not_connected"
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
@@ -163,9 +161,4 @@ func WriteError(w http.ResponseWriter, status int, cause, message string) {
 func writeErr(w http.ResponseWriter, err error) {
 	status, cause := statusOf(err)
 	WriteError(w, status, cause, err.Error())
-}
-
-// ErrorStatus exposes the error-to-status mapping for callers that report decisions.
-func ErrorStatus(err error) (status int, cause string) {
-	return statusOf(err)
 }

@@ -31,7 +31,7 @@ func TestStatusOf(t *testing.T) {
 		{ErrRegistryDown, 503},
 		{ErrDraining, 503},
 		{tunnel.ErrTooManyStreams, 503},
-		{fmt.Errorf("%w: waited 20s", ErrAgentNotConnected), 504},
+		{fmt.Errorf("%w: waited 20s", tunnel.ErrAgentNotConnected), 504},
 		{ErrHopLimit, 508},
 		{ErrUnauthorized, 401},
 		{context.Canceled, statusClientClosed},

@@ -2,16 +2,9 @@ package integration
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -317,33 +310,6 @@ registry:
 	if stdout, stderr, code := runEdge(t, "check", "--config", path); code != 0 {
 		t.Errorf("edge check: exit %d, want 0\n%s%s", code, stdout, stderr)
 	}
-}
-
-// TestCheckRefusesUnservedSection: a tls section, even a valid one, is refused: this edge does
-// not serve HTTPS yet, and must not start serving plain HTTP in its place.
-func selfSignedPair(t *testing.T) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "edge.test"},
-		DNSNames:     []string{"edge.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
 }
 
 // TestAgentTokenFile: `edge agent` refuses a missing or empty token file at once (exit 2,

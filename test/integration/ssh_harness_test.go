@@ -157,11 +157,6 @@ func withSSHOptions(opts ...string) sshClientOption {
 	return func(c *sshClient) { c.extra = append(c.extra, opts...) }
 }
 
-// withTimeout bounds each run, scp and sftp (default one minute).
-func withTimeout(d time.Duration) sshClientOption {
-	return func(c *sshClient) { c.timeout = d }
-}
-
 func newSSHClient(t *testing.T, addr, user, password string, opts ...sshClientOption) *sshClient {
 	t.Helper()
 	host, port, err := net.SplitHostPort(addr)
