@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // A client-go informer through edge: it lists, watches, takes bookmarks (its last synced
@@ -46,26 +48,16 @@ func TestInformerThroughEdge(t *testing.T) {
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
 		t.Fatal("no sync")
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	has := func(name, cluster string) func() bool {
 		return func() bool { mu.Lock(); defer mu.Unlock(); return seen[name] == cluster }
 	}
-	waitFor("the listed pods", func() bool { return has("a", "c1")() && has("b", "c2")() })
+	poll.Until(t, 20*time.Second, "the listed pods", func() bool { return has("a", "c1")() && has("b", "c2")() })
 
 	f.members["c2"].add("ns", "c")
-	waitFor("a watched pod", has("c", "c2"))
+	poll.Until(t, 20*time.Second, "a watched pod", has("c", "c2"))
 
 	mark := f.members["c1"].bookmark()
-	waitFor("the bookmark's version", func() bool {
+	poll.Until(t, 20*time.Second, "the bookmark's version", func() bool {
 		g, _, err := decodeRV(pods.LastSyncResourceVersion())
 		return err == nil && g["c1"] == strconv.Itoa(mark)
 	})
@@ -81,7 +73,7 @@ func TestInformerThroughEdge(t *testing.T) {
 	}
 	before := lists()
 	f.members["c1"].add("ns", "d")
-	waitFor("the pod before compaction", has("d", "c1"))
+	poll.Until(t, 20*time.Second, "the pod before compaction", has("d", "c1"))
 	// History moves on unseen and is compacted past every version the informer knows; its
 	// watch ends, and its next watch from its last version gets 410.
 	c1 := f.members["c1"]
@@ -90,7 +82,7 @@ func TestInformerThroughEdge(t *testing.T) {
 	c1.mu.Unlock()
 	c1.compact()
 	c1.endWatches()
-	waitFor("a relist after the 410", func() bool { return lists() > before })
+	poll.Until(t, 20*time.Second, "a relist after the 410", func() bool { return lists() > before })
 	f.members["c1"].add("ns", "e")
-	waitFor("a pod after the relist", has("e", "c1"))
+	poll.Until(t, 20*time.Second, "a pod after the relist", has("e", "c1"))
 }

@@ -3,12 +3,15 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // gone reports whether pid no longer runs (absent, or a zombie not yet reaped by its new parent).
@@ -43,14 +46,11 @@ func TestSupervisorStopAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	var child int
-	for deadline := time.Now().Add(5 * time.Second); child == 0; {
+	poll.UntilState(t, 5*time.Second, "the child pid in "+group.Out, func() (bool, string) {
 		b, _ := os.ReadFile(group.Out)
 		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		if child == 0 && time.Now().After(deadline) {
-			t.Fatalf("no child pid in %s: %q", group.Out, b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return child != 0, strconv.Quote(string(b))
+	})
 	if got := strings.Join(s.Names(), ","); got != "sleep,group" {
 		t.Errorf("Names: %s", got)
 	}
@@ -66,12 +66,7 @@ func TestSupervisorStopAll(t *testing.T) {
 	if !sleeper.Exited() || !group.Exited() {
 		t.Error("StopAll returned before the processes exited")
 	}
-	for deadline := time.Now().Add(3 * time.Second); !gone(child); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the group's child %d still runs", child)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 3*time.Second, fmt.Sprintf("the group's child %d to be gone", child), func() bool { return gone(child) })
 	if err := syscall.Kill(-sleeper.PID(), 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("sleep's group: %v", err)
 	}

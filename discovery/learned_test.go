@@ -1,8 +1,11 @@
 package discovery
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 func TestLearnedJobsBound(t *testing.T) {
@@ -83,24 +86,17 @@ func TestLearnedJobsExpiry(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := l.Lookup(42); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Lookup(42): still there %v after learning it with ttl %v", time.Since(start), ttl)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, time.Until(deadline), fmt.Sprintf("Lookup(42) to expire (learned with ttl %v)", ttl), func() bool {
+		_, ok := l.Lookup(42)
+		return !ok
+	})
 	if elapsed := time.Since(start); elapsed < ttl {
 		t.Errorf("expired after %v, want not before %v", elapsed, ttl)
 	}
-	for l.Len() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("Len: got %d, want 0 once the cleanup has run", l.Len())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.UntilState(t, time.Until(deadline), "Len 0 once the cleanup has run", func() (bool, string) {
+		n := l.Len()
+		return n == 0, fmt.Sprintf("Len %d", n)
+	})
 }
 
 func TestLearnedJobsDefaults(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/discovery/registrytest"
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 func redisBackend(srv *registrytest.RedisServer, newClient func(addr string) redis.UniversalClient) func(t *testing.T) registrytest.NewEdge {
@@ -195,7 +196,7 @@ func TestRedisFlushAll(t *testing.T) {
 	}
 	flushed := time.Now()
 	// The health probe notices the loss long before the refresh period (1s here, 4min by default).
-	registrytest.Eventually(t, opts.Refresh, func() (bool, string) {
+	poll.UntilState(t, opts.Refresh, "every agent registered again after FLUSHALL", func() (bool, string) {
 		missing := 0
 		for _, id := range agents {
 			if got, err := b.Lookup(ctx, id); err != nil || len(got) != 1 {
@@ -260,14 +261,14 @@ func TestRedisDownAndBack(t *testing.T) {
 			t.Errorf("wait with redis down: got %v, want ErrRegistryUnavailable and DeadlineExceeded", err)
 		}
 	}
-	registrytest.Eventually(t, 5*time.Second, func() (bool, string) {
+	poll.UntilState(t, 5*time.Second, "both edges unhealthy", func() (bool, string) {
 		return !a.Healthy() && !b.Healthy() && a.Metric(t, "edge_registry_healthy", "") == 0,
 			fmt.Sprintf("healthy a %v b %v", a.Healthy(), b.Healthy())
 	})
 
 	srv.Start()
 	restarted := time.Now()
-	registrytest.Eventually(t, 10*time.Second, func() (bool, string) {
+	poll.UntilState(t, 10*time.Second, "everything registered again after redis came back", func() (bool, string) {
 		one, err1 := b.Lookup(ctx, "agent-1")
 		two, err2 := b.Lookup(ctx, "agent-2")
 		return err1 == nil && err2 == nil && len(one) == 1 && len(two) == 1 && a.Healthy() && b.Healthy(),

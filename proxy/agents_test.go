@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -137,11 +139,10 @@ func TestAgentRouterWakesWhenAgentConnects(t *testing.T) {
 		a.Forward(w, httptest.NewRequest("GET", "/", nil), AgentTarget{AgentID: "late", Port: 80, Path: "/"})
 		answered <- w
 	}()
-	for deadline := time.Now().Add(10 * time.Second); waiters() != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the request never waited for the agent (waiters %v)", waiters())
-		}
-	}
+	poll.UntilState(t, 10*time.Second, "the request to wait for the agent", func() (bool, string) {
+		w := waiters()
+		return w == 1, fmt.Sprintf("waiters %v", w)
+	})
 	tun.hold("late")
 	if err := reg.Register(context.Background(), discovery.ConnInfo{AgentID: "late", ConnectionID: "c1", ConnectedAt: time.Now()}); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // rawConn is a client that sends the connect request and then does only what the test says.
@@ -134,7 +137,10 @@ func TestSilentUpgradesNeverTakeRequests(t *testing.T) {
 			t.Errorf("a connection without a handshake is still open after the deadline")
 		}
 	}
-	eventually(t, func() bool { return connects(t, reg, "handshake_timeout") == 5 }, "5 handshake timeouts counted (got %v)", connects(t, reg, "handshake_timeout"))
+	poll.UntilState(t, 15*time.Second, "5 handshake timeouts counted", func() (bool, string) {
+		n := connects(t, reg, "handshake_timeout")
+		return n == 5, fmt.Sprintf("%v counted", n)
+	})
 	if ok := connects(t, reg, "ok"); ok != 1 {
 		t.Errorf("ok connects: got %v, want 1", ok)
 	}
@@ -181,18 +187,18 @@ func TestConnectionCap(t *testing.T) {
 
 	// The pending one goes: its place is free.
 	pending.Close()
-	eventually(t, func() bool {
+	poll.Until(t, 15*time.Second, "a place freed by a pending connection that went", func() bool {
 		c := rawUpgrade(t, e.edge.URL, testAgent)
 		defer c.Close()
 		return c.resp.StatusCode == http.StatusSwitchingProtocols
-	}, "a place freed by a pending connection that went")
+	})
 
 	// The real one goes: the agent connects again under the cap and serves.
 	real.Close()
-	eventually(t, func() bool {
+	poll.Until(t, 15*time.Second, "the agent connected again", func() bool {
 		c := e.server.Lookup(testAgent)
 		return len(c) == 1 && c[0] != real
-	}, "the agent connected again")
+	})
 	if status, _ := get(t, e.url("/hello"), nil); status != http.StatusOK {
 		t.Errorf("after reconnecting: got %d, want 200", status)
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 const testAgent = "agent-1"
@@ -246,25 +248,11 @@ func (e *env) urlPort(port int, path string) string {
 func (e *env) waitConnected(n int) []*Conn {
 	e.t.Helper()
 	var conns []*Conn
-	eventually(e.t, func() bool {
+	poll.Until(e.t, 15*time.Second, fmt.Sprintf("agent has %d connection(s)", n), func() bool {
 		conns = e.server.Lookup(testAgent)
 		return len(conns) == n
-	}, "agent has %d connection(s)", n)
+	})
 	return conns
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: "+format, args...)
-		}
-		<-tick.C
-	}
 }
 
 // recv waits for one value on ch, with a deadline.

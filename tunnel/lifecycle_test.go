@@ -9,11 +9,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 func TestBadToken(t *testing.T) {
 	e := newEnv(t, envOptions{token: "forged"})
-	eventually(t, func() bool { return e.agent.Status().LastError != nil }, "agent reports the refusal")
+	poll.Until(t, 15*time.Second, "agent reports the refusal", func() bool { return e.agent.Status().LastError != nil })
 	err := e.agent.Status().LastError
 	var se *StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
@@ -71,10 +73,10 @@ func TestReconnectAfterEdgeKillsSession(t *testing.T) {
 	first := e.waitConnected(1)[0]
 	first.Close()
 	recv(t, first.Done(), "first connection gone")
-	eventually(t, func() bool {
+	poll.Until(t, 15*time.Second, "agent reconnected", func() bool {
 		c := e.server.Lookup(testAgent)
 		return len(c) == 1 && c[0].ID() != first.ID()
-	}, "agent reconnected")
+	})
 	if status, body := get(t, e.url("/hello"), nil); status != http.StatusOK {
 		t.Errorf("after reconnect: got %d %q, want 200", status, body)
 	}
@@ -151,10 +153,10 @@ func TestMaxAgeHandover(t *testing.T) {
 	}()
 	recv(t, e.upstream.arrived, "request in flight on the old connection")
 
-	eventually(t, func() bool {
+	poll.Until(t, 15*time.Second, "a new connection took over", func() bool {
 		c := e.server.Lookup(testAgent)
 		return len(c) == 1 && c[0] != old
-	}, "a new connection took over")
+	})
 	select {
 	case <-old.Done():
 		t.Fatal("old connection closed with a request in flight")
@@ -188,17 +190,17 @@ func TestServerDrain(t *testing.T) {
 
 	drained := make(chan error, 1)
 	go func() { drained <- e.server.Drain(context.Background()) }()
-	eventually(t, func() bool { return len(e.server.Lookup(testAgent)) == 0 }, "connection stops taking requests")
+	poll.Until(t, 15*time.Second, "connection stops taking requests", func() bool { return len(e.server.Lookup(testAgent)) == 0 })
 	mu.Lock()
 	if disconnected != 1 {
 		t.Errorf("OnDisconnect calls: got %d, want 1", disconnected)
 	}
 	mu.Unlock()
 	// The agent was told to reconnect; this edge refuses it while it drains.
-	eventually(t, func() bool {
+	poll.Until(t, 15*time.Second, "agent tried again and got 503", func() bool {
 		var se *StatusError
 		return errors.As(e.agent.Status().LastError, &se) && se.StatusCode == http.StatusServiceUnavailable
-	}, "agent tried again and got 503")
+	})
 
 	close(e.upstream.release)
 	if status := recv(t, done, "request in flight"); status != http.StatusOK {
@@ -245,12 +247,12 @@ func TestSeveralConnections(t *testing.T) {
 		}
 	}
 	conns[0].Close()
-	eventually(t, func() bool {
+	poll.Until(t, 15*time.Second, "the closed connection replaced", func() bool {
 		for _, c := range e.server.Lookup(testAgent) {
 			if c == conns[0] {
 				return false
 			}
 		}
 		return len(e.server.Lookup(testAgent)) == 3
-	}, "the closed connection replaced")
+	})
 }

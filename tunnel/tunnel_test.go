@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 func TestPlainRequest(t *testing.T) {
@@ -152,7 +154,7 @@ func TestWebSocketEcho(t *testing.T) {
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	// The upgraded stream is released once the proxy is done with it.
-	eventually(t, func() bool { return e.server.inflight(testAgent) == 0 }, "no stream in flight after the WebSocket closed")
+	poll.Until(t, 15*time.Second, "no stream in flight after the WebSocket closed", func() bool { return e.server.inflight(testAgent) == 0 })
 }
 
 func TestLargeBodies(t *testing.T) {
@@ -209,7 +211,7 @@ func TestClientGoneCancelsUpstream(t *testing.T) {
 	if err := recv(t, errc, "client return"); !errors.Is(err, context.Canceled) {
 		t.Errorf("client: got %v, want context.Canceled", err)
 	}
-	eventually(t, func() bool { return e.server.inflight(testAgent) == 0 }, "stream released")
+	poll.Until(t, 15*time.Second, "stream released", func() bool { return e.server.inflight(testAgent) == 0 })
 }
 
 func TestUpstreamDown(t *testing.T) {
@@ -235,5 +237,5 @@ func TestUpstreamAbortReachesClient(t *testing.T) {
 	if err == nil || string(b) != "part of it" {
 		t.Errorf("body: got %q, %v, want the part sent and an error", b, err)
 	}
-	eventually(t, func() bool { return e.server.inflight(testAgent) == 0 }, "stream released")
+	poll.Until(t, 15*time.Second, "stream released", func() bool { return e.server.inflight(testAgent) == 0 })
 }

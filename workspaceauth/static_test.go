@@ -3,12 +3,15 @@ package workspaceauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // Static is both an Authorizer and a Directory.
@@ -286,17 +289,10 @@ func (c staticLogs) waitLog(t *testing.T, level slog.Level, msg string) {
 
 func staticWaitAgent(t *testing.T, s *Static, workspace, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.UntilState(t, 10*time.Second, fmt.Sprintf("Lookup(%q) to give %q", workspace, want), func() (bool, string) {
 		got, _ := s.Lookup(workspace)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Lookup(%q): got %q, want %q", workspace, got, want)
-		}
-		time.Sleep(time.Millisecond) // polling, with a deadline
-	}
+		return got == want, fmt.Sprintf("got %q", got)
+	})
 }
 
 func staticFileFor(agent string) string {

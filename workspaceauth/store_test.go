@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"gitlab.com/edge/edge/discovery/registrytest"
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // storeKinds are every Store, each made empty with the given limits.
@@ -120,13 +121,10 @@ func TestMemoryStoreDropsExpiredByItself(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Len() > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := s.Len(); n != 0 {
-		t.Fatalf("%d values still held after they expired", n)
-	}
+	poll.UntilState(t, 5*time.Second, "every value to expire", func() (bool, string) {
+		n := s.Len()
+		return n == 0, fmt.Sprintf("%d values still held", n)
+	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.clients) != 0 || len(s.expiry) != 0 || s.sweeper != nil {

@@ -94,20 +94,3 @@ func labelValue(labels []*dto.LabelPair, name string) string {
 	}
 	return ""
 }
-
-// Eventually polls cond every 10ms until it holds or timeout passes; then it fails the test with
-// what cond last said.
-func Eventually(t *testing.T, timeout time.Duration, cond func() (ok bool, state string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", timeout, state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

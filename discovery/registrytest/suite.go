@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // Edge URLs of the simulated instances.
@@ -118,7 +119,7 @@ func testRegisterLookupUnregister(t *testing.T, newEdge NewEdge) {
 	if time.Since(unregistered) < opts.UnregisterDelay/2 && len(got) != 1 {
 		t.Errorf("other edge's lookup within the debounce: got %s, want the connection still listed", describe(got))
 	}
-	Eventually(t, 5*time.Second, func() (bool, string) {
+	poll.UntilState(t, 5*time.Second, "agent-1 gone after unregister", func() (bool, string) {
 		got, err := b.Lookup(ctx, "agent-1")
 		return err == nil && len(got) == 0, fmt.Sprintf("after unregister: %s, %v", describe(got), err)
 	})
@@ -139,7 +140,7 @@ func testReconnectWithinDebounce(t *testing.T, newEdge NewEdge) {
 	if err := a.Register(ctx, c2); err != nil {
 		t.Fatalf("register again: %v", err)
 	}
-	Eventually(t, 5*time.Second, func() (bool, string) {
+	poll.UntilState(t, 5*time.Second, "agent-1 on its new connection", func() (bool, string) {
 		got, err := b.Lookup(ctx, "agent-1")
 		if err != nil || len(got) == 0 {
 			t.Fatalf("agent vanished for other edges while it reconnected: %s, %v", describe(got), err)
@@ -216,7 +217,7 @@ func testByProject(t *testing.T, newEdge NewEdge) {
 	if err := a.Unregister(ctx, regs[0].conn); err != nil {
 		t.Fatalf("unregister: %v", err)
 	}
-	Eventually(t, 5*time.Second, func() (bool, string) {
+	poll.UntilState(t, 5*time.Second, "only agent-2 by project after unregister", func() (bool, string) {
 		got, err := c.ByProject(ctx, "proj-1")
 		ids := agentIDs(got)
 		return err == nil && slices.Equal(ids, []string{"agent-2"}), fmt.Sprintf("by project after unregister: %v, %v", ids, err)
@@ -239,7 +240,7 @@ func testExpiry(t *testing.T, newEdge NewEdge) {
 		}
 	}
 	a.Stop(t)
-	Eventually(t, 3*opts.TTL+2*time.Second, func() (bool, string) {
+	poll.UntilState(t, 3*opts.TTL+2*time.Second, "agent-1 gone after its holder stopped", func() (bool, string) {
 		got, err := b.Lookup(ctx, "agent-1")
 		byProject, perr := b.ByProject(ctx, "proj-1")
 		return err == nil && perr == nil && len(got) == 0 && len(byProject) == 0,
@@ -267,7 +268,7 @@ func startWait(ctx context.Context, e *Edge, agentID string) <-chan waitResult {
 // follows can only be noticed by a wake-up.
 func waitingFor(t *testing.T, e *Edge, n int, lookupsBefore float64) {
 	t.Helper()
-	Eventually(t, 5*time.Second, func() (bool, string) {
+	poll.UntilState(t, 5*time.Second, "the waiters counted", func() (bool, string) {
 		w := e.Metric(t, "edge_registry_waiters", "")
 		l := e.Metric(t, "edge_registry_operations_total", "lookup")
 		return w == float64(n) && l > lookupsBefore, fmt.Sprintf("waiters %v (want %d), lookups %v (want > %v)", w, n, l, lookupsBefore)
@@ -371,7 +372,7 @@ func testWaitTimesOut(t *testing.T, newEdge NewEdge) {
 	if err == nil || !strings.Contains(err.Error(), "agent-never") {
 		t.Errorf("wait error %v does not name the agent", err)
 	}
-	Eventually(t, time.Second, func() (bool, string) {
+	poll.UntilState(t, time.Second, "no waiter after the wait ended", func() (bool, string) {
 		w := b.Metric(t, "edge_registry_waiters", "")
 		return w == 0, fmt.Sprintf("waiters after the wait ended: %v", w)
 	})
@@ -462,7 +463,7 @@ func testForget(t *testing.T, newEdge NewEdge) {
 		t.Errorf("after forgetting every connection: got %s, %v, want none", describe(got), err)
 	}
 	// The holder still believes it holds both: its next refresh writes them back.
-	Eventually(t, 2*opts.Refresh+2*time.Second, func() (bool, string) {
+	poll.UntilState(t, 2*opts.Refresh+2*time.Second, "both connections after the holder's refresh", func() (bool, string) {
 		got, err := b.Lookup(ctx, "agent-1")
 		return err == nil && sameConns(got, []discovery.ConnInfo{c1, c2}), "after the holder's refresh: " + describe(got)
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -217,7 +218,7 @@ func TestJobRequestLongPoll(t *testing.T) {
 	added := make(chan struct{})
 	go func() {
 		defer close(added)
-		waitFor(t, func() bool { return cell.Held() == 1 })
+		poll.Wait(t, 10*time.Second, "the runner's request held", func() bool { return cell.Held() == 1 })
 		if _, err := cell.AddJob(); err != nil {
 			t.Errorf("AddJob: %v", err)
 		}
@@ -454,7 +455,7 @@ func TestCanceledRequestsAreRecorded(t *testing.T) {
 		}
 		errc <- err
 	}()
-	waitFor(t, func() bool { return cell.Held() == 1 })
+	poll.Until(t, 10*time.Second, "the request held", func() bool { return cell.Held() == 1 })
 	cancel()
 	if err := <-errc; err == nil {
 		t.Errorf("canceled request: got an answer, want an error")
@@ -474,12 +475,12 @@ func TestCanceledRequestsAreRecorded(t *testing.T) {
 
 	// The client gives up on a stalled request once the cell is serving it: the first request
 	// is gone, then one is in flight again.
-	waitFor(t, func() bool { return cell.InFlight() == 0 })
+	poll.Until(t, 10*time.Second, "no request in flight", func() bool { return cell.InFlight() == 0 })
 	cell.SetStall(time.Minute)
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		waitFor(t, func() bool { return cell.InFlight() == 1 })
+		poll.Wait(t, 10*time.Second, "the upload in flight", func() bool { return cell.InFlight() == 1 })
 		cancel()
 	}()
 	req, _ = http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/v4/runners/verify", strings.NewReader(`{}`))
@@ -542,24 +543,11 @@ func TestNewServer(t *testing.T) {
 		}
 		held <- err
 	}()
-	waitFor(t, func() bool { return s.Held() == 1 })
+	poll.Until(t, 10*time.Second, "the request held", func() bool { return s.Held() == 1 })
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	if err := <-held; err == nil {
 		t.Errorf("held request after Close: got an answer, want an error")
-	}
-}
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Errorf("condition not met in 10s")
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // pebbleServer is Let's Encrypt's Pebble ACME server on loopback, with pebble-challtestsrv as its
@@ -61,7 +63,7 @@ func startPebble(t *testing.T, tlsPort, httpPort string) *pebbleServer {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	p.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	waitUntil(t, 30*time.Second, "Pebble's directory", func() bool {
+	poll.Until(t, 30*time.Second, "Pebble's directory", func() bool {
 		resp, err := p.client.Get(p.Directory)
 		if err != nil {
 			return false
@@ -142,7 +144,7 @@ func TestACMEWithPebble(t *testing.T) {
 
 	t.Run("a fixed name, at start", func(t *testing.T) {
 		var cert *x509.Certificate
-		waitUntil(t, 60*time.Second, "a certificate for edge.test", func() bool {
+		poll.Until(t, 60*time.Second, "a certificate for edge.test", func() bool {
 			c, err := handshake(public, "edge.test", roots)
 			cert = c
 			return err == nil

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestAggregationWithKubectl: kubectl through edge over two real kube-apiservers.
@@ -149,7 +151,7 @@ roleRef: {kind: Role, name: pod-reader, apiGroup: rbac.authorization.k8s.io}
 			close(seen)
 		}()
 		// Watches are open before the pods are made: wait until edge has a watch stream.
-		waitUntil(t, 30*time.Second, "kubectl's watch through edge", func() bool {
+		poll.Until(t, 30*time.Second, "kubectl's watch through edge", func() bool {
 			n, err := metricSum(e.edge.OpsURL+"/metrics", "edge_aggregation_watch_streams", "")
 			return err == nil && n >= 1
 		})
@@ -226,7 +228,7 @@ roleRef: {kind: Role, name: pod-reader, apiGroup: rbac.authorization.k8s.io}
 		cfg["aggregation"].(map[string]any)["member_down"] = "partial"
 		writeFile(t, e.edge.ConfigPath, mustYAML(t, cfg))
 		e.edge.cmd.Process.Signal(syscall.SIGHUP)
-		waitUntil(t, 10*time.Second, "the reload", func() bool {
+		poll.Until(t, 10*time.Second, "the reload", func() bool {
 			n, err := metricSum(e.edge.OpsURL+"/metrics", "edge_config_generation", "")
 			return err == nil && n == 2
 		})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestUnknownPathWithoutToken: anything edge does not know goes to the legacy cell, as
@@ -135,13 +136,13 @@ func TestClientGoesAway(t *testing.T) {
 	cell := e.cell(2)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	poll := runner1711().requestJob(runnerToken(t, 2), cell.QueueValue())
-	e.noteTokens(poll)
+	jobPoll := runner1711().requestJob(runnerToken(t, 2), cell.QueueValue())
+	e.noteTokens(jobPoll)
 	go func() {
-		_, err := trySend(ctx, e.client, e.edge.PublicURL, poll)
+		_, err := trySend(ctx, e.client, e.edge.PublicURL, jobPoll)
 		errc <- err
 	}()
-	waitUntil(t, 10*time.Second, "the job request held at cell 2", func() bool { return cell.Held() == 1 })
+	poll.Until(t, 10*time.Second, "the job request held at cell 2", func() bool { return cell.Held() == 1 })
 	cancel()
 	if err := <-errc; err == nil {
 		t.Errorf("canceled request: got an answer, want an error")
@@ -173,7 +174,7 @@ func TestClientGoesAway(t *testing.T) {
 	if _, err := conn.Write([]byte(req)); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	waitUntil(t, 10*time.Second, "the upload to reach the cell", func() bool { return cell.InFlight() == 1 })
+	poll.Until(t, 10*time.Second, "the upload to reach the cell", func() bool { return cell.InFlight() == 1 })
 	conn.Close()
 	rec, err = cell.Wait(wctx, func(r cellsim.Record) bool { return r.Route == cellsim.RouteUploadArtifacts })
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestRunner1711Flow plays a gitlab-runner 17.11 through edge from verify to artifact download,
@@ -62,7 +64,7 @@ func TestRunner1711Flow(t *testing.T) {
 		a, err := trySend(context.Background(), e.client, e.edge.PublicURL, r.requestJob(token, value))
 		done <- result{a, err}
 	}()
-	waitUntil(t, 10*time.Second, "the job request held at cell 2", func() bool { return cell.Held() == 1 })
+	poll.Until(t, 10*time.Second, "the job request held at cell 2", func() bool { return cell.Held() == 1 })
 	jobID, err := cell.AddJob()
 	if err != nil {
 		t.Fatalf("AddJob: %v", err)
@@ -134,14 +136,8 @@ func TestRunner1711Flow(t *testing.T) {
 	checkDelivered(t, e.expectAt(t, 2), a)
 }
 
-// waitUntil polls cond until it holds, failing the test after timeout.
+// waitUntil is poll.Until, kept for demo_test.go.
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, timeout, what, cond)
 }

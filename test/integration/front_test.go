@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
 
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -222,7 +223,7 @@ func (f *frontEnv) send(t *testing.T, row frontRow) served {
 func (f *frontEnv) accessLine(t *testing.T, id string) string {
 	t.Helper()
 	var line string
-	waitUntil(t, 10*time.Second, "the access log line of request "+id, func() bool {
+	poll.Until(t, 10*time.Second, "the access log line of request "+id, func() bool {
 		for l := range strings.SplitSeq(f.edge.out.String(), "\n") {
 			if strings.Contains(l, "msg=access") && strings.Contains(l, "request_id="+id) {
 				line = l

@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -126,7 +127,7 @@ func TestHTTPSEverything(t *testing.T) {
 	agent := &agentProc{ID: "a1", OpsURL: "http://" + ops, client: &http.Client{Timeout: time.Second}}
 	agent.process = startProcess(t, "agent a1", exec.Command(edgeBinaryPath(), "agent", "--edge", base, "--ca-file", pkiA.caFile,
 		"--token-file", tokFile, "--allow-port", fmt.Sprint(up.Port), "--ops", ops))
-	waitUntil(t, 15*time.Second, "the agent over https", agent.connected)
+	poll.Until(t, 15*time.Second, "the agent over https", agent.connected)
 	apiToken, _ := tokens.MintGitLabAPIToken([]byte(strings.Repeat("g", 40)), "gitlab", "gitlab-kas", time.Now(), time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -186,7 +187,7 @@ func TestHTTPSEverything(t *testing.T) {
 		}
 		uploaded <- err
 	}()
-	waitUntil(t, 30*time.Second, "the long polls held at cell 2", func() bool { return cell.Held() == polls })
+	poll.Until(t, 30*time.Second, "the long polls held at cell 2", func() bool { return cell.Held() == polls })
 
 	// The reload: cell 4 added, job-JWT key k2 instead of k1, a certificate from another CA.
 	cell4, err := cellsim.NewServer("", cellsim.Options{CellID: 4, JobIDBase: 6_000_001, Log: slog.New(slog.DiscardHandler)})
@@ -213,7 +214,7 @@ func TestHTTPSEverything(t *testing.T) {
 	t.Run("a broken file changes nothing", func(t *testing.T) {
 		writeFile(t, e.ConfigPath, append(append([]byte{}, original...), []byte("\nbogus: true\n")...))
 		e.cmd.Process.Signal(syscall.SIGHUP)
-		waitUntil(t, 10*time.Second, "the refusal", func() bool {
+		poll.Until(t, 10*time.Second, "the refusal", func() bool {
 			n, err := metricSum(e.OpsURL+"/metrics", "edge_config_reloads_total", `result="error"`)
 			return err == nil && n >= 1
 		})
@@ -223,7 +224,7 @@ func TestHTTPSEverything(t *testing.T) {
 	})
 	writeFile(t, e.ConfigPath, reloaded)
 	e.cmd.Process.Signal(syscall.SIGHUP)
-	waitUntil(t, 10*time.Second, "the reload", func() bool {
+	poll.Until(t, 10*time.Second, "the reload", func() bool {
 		n, err := metricSum(e.OpsURL+"/metrics", "edge_config_generation", "")
 		return err == nil && n == 2
 	})
@@ -333,7 +334,7 @@ func TestStaticCertificateRotation(t *testing.T) {
 	copyFile(b.keyFile, filepath.Join(next, "tls.key"))
 	os.Rename(filepath.Join(next, "tls.key"), key)
 	os.Rename(filepath.Join(next, "tls.crt"), cert)
-	waitUntil(t, 15*time.Second, "new handshakes to get the new certificate", func() bool {
+	poll.Until(t, 15*time.Second, "new handshakes to get the new certificate", func() bool {
 		_, err := handshakeWith(e.PublicURL, b.caFile)
 		return err == nil
 	})

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // kubeMember is one real cluster: etcd and kube-apiserver on loopback, stopped when the test ends.
@@ -187,25 +189,20 @@ func (m *kubeMember) waitReady(t *testing.T) {
 	t.Logf("kube member %s ready at %s, %v after its start (keys, etcd, apiserver)", m.Name, m.Server, time.Since(m.launched).Round(time.Millisecond))
 }
 
-// poll calls ready every 50 ms until it is true, p exits or timeout passes.
+// poll calls ready until it is true, p exits or timeout passes.
 func (m *kubeMember) poll(t *testing.T, p *process, timeout time.Duration, what string, ready func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.UntilState(t, timeout, what, func() (bool, string) {
 		ok, last := ready()
-		if ok {
-			return
+		if !ok {
+			select {
+			case <-p.exited:
+				t.Fatalf("%s exited before %s answered: %v", p.name, what, p.waitErr)
+			default:
+			}
 		}
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited before %s answered: %v", p.name, what, p.waitErr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not ready in %v (last: %s)", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ok, last
+	})
 }
 
 // httpClient trusts the member's CA (and nothing else); callers set the bearer token.

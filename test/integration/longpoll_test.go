@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestLongPolls holds 1,000 job requests at a cell for 30 s through edge: every one is answered
@@ -41,8 +42,8 @@ func runLongPolls(t *testing.T, sigterm bool) {
 	client := newClient(polls + 100)
 	defer client.CloseIdleConnections()
 	value := cell.QueueValue()
-	poll := runner1711().requestJob(runnerToken(t, 2), value)
-	e.noteTokens(poll)
+	jobPoll := runner1711().requestJob(runnerToken(t, 2), value)
+	e.noteTokens(jobPoll)
 
 	type result struct {
 		a   answer
@@ -55,11 +56,11 @@ func runLongPolls(t *testing.T, sigterm bool) {
 	defer cancel()
 	for range polls {
 		go func() {
-			a, err := trySend(ctx, client, e.edge.PublicURL, poll)
+			a, err := trySend(ctx, client, e.edge.PublicURL, jobPoll)
 			results <- result{a, err, time.Since(start)}
 		}()
 	}
-	waitUntil(t, time.Minute, fmt.Sprintf("%d job requests held at the cell", polls), func() bool { return cell.Held() == polls })
+	poll.Until(t, time.Minute, fmt.Sprintf("%d job requests held at the cell", polls), func() bool { return cell.Held() == polls })
 	t.Logf("%d job requests held after %v", polls, time.Since(start))
 
 	if sigterm {
@@ -67,7 +68,7 @@ func runLongPolls(t *testing.T, sigterm bool) {
 		if err := e.edge.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatalf("SIGTERM: %v", err)
 		}
-		waitUntil(t, 20*time.Second, "/readyz to answer 503 while draining", func() bool {
+		poll.Until(t, 20*time.Second, "/readyz to answer 503 while draining", func() bool {
 			res, err := http.Get(e.edge.OpsURL + "/readyz")
 			if err != nil {
 				return false

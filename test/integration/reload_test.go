@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -56,14 +57,14 @@ func TestConfigReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.cmd.Process.Signal(syscall.SIGHUP)
-		waitUntil(t, 10*time.Second, "the reload to apply", func() bool { return routedTo() == 3 })
+		poll.Until(t, 10*time.Second, "the reload to apply", func() bool { return routedTo() == 3 })
 	})
 	t.Run("bad file is refused", func(t *testing.T) {
 		if err := os.WriteFile(e.ConfigPath, []byte("cells: [{id: 1}]\nbogus: true\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		e.cmd.Process.Signal(syscall.SIGHUP)
-		waitUntil(t, 10*time.Second, "the refusal to be counted", func() bool {
+		poll.Until(t, 10*time.Second, "the refusal to be counted", func() bool {
 			n, err := metricSum(e.OpsURL+"/metrics", "edge_config_reloads_total", `result="error"`)
 			return err == nil && n >= 1
 		})
@@ -79,7 +80,7 @@ func TestConfigReload(t *testing.T) {
 		if err := os.Rename(tmp, e.ConfigPath); err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, 10*time.Second, "the watcher to apply the swapped file", func() bool { return routedTo() == 2 })
+		poll.Until(t, 10*time.Second, "the watcher to apply the swapped file", func() bool { return routedTo() == 2 })
 		n, err := metricSum(e.OpsURL+"/metrics", "edge_config_generation", "")
 		if err != nil || n != 3 {
 			t.Errorf("edge_config_generation: got %v (%v), want 3", n, err)

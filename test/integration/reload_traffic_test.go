@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -48,7 +49,7 @@ func TestReloadWithTrafficInFlight(t *testing.T) {
 		return path
 	}
 	a1 := startAgentProc(t, "a1", e.PublicURL, mintAgent("a1", secretA), up.Port)
-	waitUntil(t, 15*time.Second, "agent a1 to connect", a1.connected)
+	poll.Until(t, 15*time.Second, "agent a1 to connect", a1.connected)
 	apiToken, err := tokens.MintGitLabAPIToken(apiSecret, "gitlab", "gitlab-kas", time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +58,14 @@ func TestReloadWithTrafficInFlight(t *testing.T) {
 	// In flight: long polls held at cell 2, and a request held by the agent's upstream.
 	cell := env.cell(2)
 	value := cell.QueueValue()
-	poll := runner1711().requestJob(runnerToken(t, 2), value)
+	jobPoll := runner1711().requestJob(runnerToken(t, 2), value)
 	client := newClient(polls + 10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	polled := make(chan error, polls)
 	for range polls {
 		go func() {
-			a, err := trySend(ctx, client, e.PublicURL, poll)
+			a, err := trySend(ctx, client, e.PublicURL, jobPoll)
 			if err == nil && (a.status != http.StatusNoContent || a.header.Get("X-GitLab-Last-Update") != value) {
 				err = fmt.Errorf("status %d, X-GitLab-Last-Update %q", a.status, a.header.Get("X-GitLab-Last-Update"))
 			}
@@ -85,8 +86,8 @@ func TestReloadWithTrafficInFlight(t *testing.T) {
 		}
 		tunneled <- err
 	}()
-	waitUntil(t, 30*time.Second, "the long polls held at cell 2", func() bool { return cell.Held() == polls })
-	waitUntil(t, 10*time.Second, "the tunnel request at the upstream", func() bool { return up.slow.Load() == 1 })
+	poll.Until(t, 30*time.Second, "the long polls held at cell 2", func() bool { return cell.Held() == polls })
+	poll.Until(t, 10*time.Second, "the tunnel request at the upstream", func() bool { return up.slow.Load() == 1 })
 
 	// The reload: cells 2 and 3 swap servers, a new job-JWT key k2 replaces k1,
 	// agent key B replaces A.
@@ -123,7 +124,7 @@ func TestReloadWithTrafficInFlight(t *testing.T) {
 	if err := e.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the reload to be applied", func() bool {
+	poll.Until(t, 10*time.Second, "the reload to be applied", func() bool {
 		n, err := metricSum(e.OpsURL+"/metrics", "edge_config_generation", "")
 		return err == nil && n == 2
 	})

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // sshWorkspace is a real OpenSSH sshd on 127.0.0.1, as a workspace runs it: its own config, host
@@ -91,18 +93,18 @@ func startSSHWorkspace(t *testing.T, extraConfig ...string) *sshWorkspace {
 	w.Proc = startProcess(t, "sshd "+addr, exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", configFile))
 	// sshd -e logs this once its socket listens; a probe connection would show up in tests.
 	want := "Server listening on 127.0.0.1 port " + portStr
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(w.Proc.out.String(), want) {
+	poll.UntilState(t, 10*time.Second, "sshd to listen", func() (bool, string) {
+		out := w.Proc.out.String()
+		if strings.Contains(out, want) {
+			return true, ""
+		}
 		select {
 		case <-w.Proc.exited:
-			t.Fatalf("sshd exited: %v\n%s", w.Proc.waitErr, w.Proc.out.String())
+			t.Fatalf("sshd exited: %v\n%s", w.Proc.waitErr, out)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd not listening after 10s:\n%s", w.Proc.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, "output:\n" + out
+	})
 	return w
 }
 
@@ -329,18 +331,17 @@ func (c *sshClient) forward(t *testing.T, local, remoteAddr string) (stop func()
 	}
 	p := c.start(t, []string{"-N", "-o", "ExitOnForwardFailure=yes", "-L", local + ":" + remoteAddr})
 	// Seen in /proc rather than by connecting: a probe connection would reach the remote end.
-	deadline := time.Now().Add(15 * time.Second)
-	for !tcpListening(t, local) {
+	poll.UntilState(t, 15*time.Second, "ssh -L "+local+":"+remoteAddr+" to listen", func() (bool, string) {
+		if tcpListening(t, local) {
+			return true, ""
+		}
 		select {
 		case <-p.exited:
 			t.Fatalf("ssh -L %s:%s exited: %v\n%s", local, remoteAddr, p.waitErr, p.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ssh -L %s:%s: not listening after 15s\n%s", local, remoteAddr, p.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, "output:\n" + p.out.String()
+	})
 	return func() { p.stop(5 * time.Second) }
 }
 
@@ -479,39 +480,33 @@ func (p *ptySession) screen(t *testing.T) string {
 // that differs from the command, as `echo $((6*7))` for 42).
 func (p *ptySession) waitFor(t *testing.T, text string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.UntilState(t, timeout, fmt.Sprintf("%q on the screen", text), func() (bool, string) {
 		s, dead, status, err := p.state()
 		switch {
 		case err != nil:
 			t.Fatal(err)
 		case strings.Contains(s, text):
-			return
+			return true, ""
 		case dead:
 			t.Fatalf("ssh exited (%d) without showing %q; screen:\n%s", status, text, s)
-		case time.Now().After(deadline):
-			t.Fatalf("%q not on the screen after %v; screen:\n%s", text, timeout, s)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, "screen:\n" + s
+	})
 }
 
 // waitExit waits until ssh exits and returns its exit status.
 func (p *ptySession) waitExit(t *testing.T, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s, dead, status, err := p.state()
-		switch {
-		case err != nil:
+	var status int
+	poll.UntilState(t, timeout, "ssh to exit", func() (bool, string) {
+		s, dead, st, err := p.state()
+		if err != nil {
 			t.Fatal(err)
-		case dead:
-			return status
-		case time.Now().After(deadline):
-			t.Fatalf("ssh still running after %v; screen:\n%s", timeout, s)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		status = st
+		return dead, "screen:\n" + s
+	})
+	return status
 }
 
 // resize changes the terminal's size; ssh sends the remote a window-change.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // sshEnv is edges with listen.ssh in front of a real sshd behind an agent.
@@ -60,7 +62,7 @@ func newSSHEnv(t *testing.T, n int) *sshEnv {
 	if n > 1 {
 		e.c.waitHeld(t, "a1", e.edges[0], 15*time.Second)
 	} else {
-		waitUntil(t, 15*time.Second, "the agent", func() bool {
+		poll.Until(t, 15*time.Second, "the agent", func() bool {
 			conns, err := e.c.connections(e.edges[0], "a1")
 			return err == nil && len(conns) > 0
 		})
@@ -240,7 +242,7 @@ func TestSSHHostKeyChangedAndOtherEdge(t *testing.T) {
 	_, other := generateSSHKey(t, t.TempDir(), "other")
 	e.hostKey = other
 	e.writeAuthz(t, []string{"alice"})
-	waitUntil(t, 10*time.Second, "the host key mismatch to be refused", func() bool {
+	poll.Until(t, 10*time.Second, "the host key mismatch to be refused", func() bool {
 		_, _, code := newSSHClient(t, e.sshAddr[0], "alice", e.tokens["alice"]).run(t, "true")
 		return code != 0 && strings.Contains(e.edges[0].out.String(), "ALARM")
 	})
@@ -273,7 +275,7 @@ func TestSSHDrain(t *testing.T) {
 	if err := e.edges[0].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "new SSH logins to be refused", func() bool {
+	poll.Until(t, 10*time.Second, "new SSH logins to be refused", func() bool {
 		conn, err := net.DialTimeout("tcp", e.sshAddr[0], time.Second)
 		if err != nil {
 			return true

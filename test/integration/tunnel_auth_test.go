@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -51,7 +52,7 @@ func TestTunnelAgentAuth(t *testing.T) {
 		if _, err := session.OpenStream(); err != nil {
 			t.Fatalf("open the control stream: %v", err)
 		}
-		waitUntil(t, 10*time.Second, "the second connection of a1 to be listed", func() bool {
+		poll.Until(t, 10*time.Second, "the second connection of a1 to be listed", func() bool {
 			conns, err := c.connections(c.edges[1], "a1")
 			if err != nil {
 				return false
@@ -95,7 +96,7 @@ func TestTunnelAgentAuth(t *testing.T) {
 		}
 		for i, b := range bad {
 			a := agents[i]
-			waitUntil(t, 10*time.Second, b.name+": the agent to report a refused connect", func() bool {
+			poll.Until(t, 10*time.Second, b.name+": the agent to report a refused connect", func() bool {
 				v, _ := metricSum(a.OpsURL+"/metrics", "edge_agent_connects_total", `result="unauthorized"`)
 				return v >= 1
 			})

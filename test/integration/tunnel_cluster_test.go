@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -247,7 +248,7 @@ func (c *tunnelCluster) heldBy(e *edgeProc, agentID string, holder *edgeProc) bo
 // waitHeld polls every edge's connections API until each lists agentID at holder only.
 func (c *tunnelCluster) waitHeld(t *testing.T, agentID string, holder *edgeProc, timeout time.Duration) {
 	t.Helper()
-	waitUntil(t, timeout, fmt.Sprintf("every edge to list %s at %s", agentID, holder.InternalURL), func() bool {
+	poll.Until(t, timeout, fmt.Sprintf("every edge to list %s at %s", agentID, holder.InternalURL), func() bool {
 		for _, e := range c.edges {
 			if !c.heldBy(e, agentID, holder) {
 				return false

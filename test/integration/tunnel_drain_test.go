@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestTunnelEdgeDrained: SIGTERM on the edge that holds an agent removes its registry entries
@@ -34,7 +36,7 @@ func TestTunnelEdgeDrained(t *testing.T) {
 	if conns, err := c.connections(other, "a1"); err != nil || slices.ContainsFunc(conns, func(ci agentConnInfo) bool { return ci.Edge == drained.InternalURL }) {
 		t.Errorf("after the drained edge exited, %s lists a1 at %+v (%v), want the drained edge gone", c.edgeName(other), conns, err)
 	}
-	waitUntil(t, 30*time.Second, "a1 to connect to a live edge", func() bool {
+	poll.Until(t, 30*time.Second, "a1 to connect to a live edge", func() bool {
 		conns, err := c.connections(other, "a1")
 		return err == nil && len(conns) > 0
 	})
@@ -71,11 +73,11 @@ func TestTunnelDrainFinishesRequestsInFlight(t *testing.T) {
 	}
 	// In order: both requests are at the upstream, the holder gets SIGTERM and is draining,
 	// then the upstream answers.
-	waitUntil(t, 20*time.Second, "both requests to reach the upstream", func() bool { return up.slow.Load() == 2 })
+	poll.Until(t, 20*time.Second, "both requests to reach the upstream", func() bool { return up.slow.Load() == 2 })
 	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "the holder to drain (/readyz 503)", func() bool {
+	poll.Until(t, 20*time.Second, "the holder to drain (/readyz 503)", func() bool {
 		res, err := http.Get(holder.OpsURL + "/readyz")
 		if err != nil {
 			return false

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestTunnelEdgeKilled: when the edge holding an agent dies (kill -9, so it cleans nothing up),
@@ -27,7 +29,7 @@ func TestTunnelEdgeKilled(t *testing.T) {
 	c.edges[0].kill()
 	dead := c.edges[0].InternalURL
 	live := c.liveEdges()
-	waitUntil(t, 30*time.Second, "a1 to connect to edge 1 again", func() bool {
+	poll.Until(t, 30*time.Second, "a1 to connect to edge 1 again", func() bool {
 		conns, err := c.connections(live[1], "a1")
 		return err == nil && slices.ContainsFunc(conns, func(ci agentConnInfo) bool { return ci.Edge == live[0].InternalURL })
 	})
@@ -44,7 +46,7 @@ func TestTunnelEdgeKilled(t *testing.T) {
 		var firstFailure string
 		// It expires by its TTL (at most ttl+refresh after the kill when nothing is late); the
 		// deadline is generous, the only time bound.
-		waitUntil(t, 3*(registryTTL+registryRefresh), "the dead edge's entry to leave the registry", func() bool {
+		poll.Until(t, 3*(registryTTL+registryRefresh), "the dead edge's entry to leave the registry", func() bool {
 			conns, err := c.connections(live[1], "a1")
 			if err != nil {
 				return false
@@ -105,7 +107,7 @@ func TestTunnelRedisFlushall(t *testing.T) {
 		t.Logf("DBSIZE right after FLUSHALL: %q %v (an edge wrote already)", reply, err)
 	}
 	// A generous deadline, the only time bound: a busy machine can delay a refresh.
-	waitUntil(t, 10*registryRefresh, "edge 2 to list a1 and a2 again after FLUSHALL", func() bool {
+	poll.Until(t, 10*registryRefresh, "edge 2 to list a1 and a2 again after FLUSHALL", func() bool {
 		return c.heldBy(c.edges[2], "a1", c.edges[0]) && c.heldBy(c.edges[2], "a2", c.edges[1])
 	})
 	t.Logf("a1 and a2 listed again %v after FLUSHALL", time.Since(flushed).Round(time.Millisecond))
@@ -155,7 +157,7 @@ func TestTunnelRedisDown(t *testing.T) {
 		}
 	})
 	t.Run("still ready, registry reported unhealthy", func(t *testing.T) {
-		waitUntil(t, 2*registryRefresh+3*time.Second, "/readyz to report the registry unhealthy", func() bool {
+		poll.Until(t, 2*registryRefresh+3*time.Second, "/readyz to report the registry unhealthy", func() bool {
 			status, body := readyz(t, entry)
 			if status != http.StatusOK {
 				t.Fatalf("readyz with Redis down: got %d %+v, want 200", status, body)
@@ -167,12 +169,12 @@ func TestTunnelRedisDown(t *testing.T) {
 
 	c.redis.start()
 	restarted := time.Now()
-	waitUntil(t, 3*registryRefresh+5*time.Second, "edge 0 to reach a2 again after Redis came back", func() bool {
+	poll.Until(t, 3*registryRefresh+5*time.Second, "edge 0 to reach a2 again after Redis came back", func() bool {
 		a, err := trySendAPI(c, entry, "a2", ups["a2"])
 		return err == nil && a.status == http.StatusOK
 	})
 	t.Logf("edge 0 reached a2 again %v after redis-server was started again", time.Since(restarted).Round(time.Millisecond))
-	waitUntil(t, 2*registryRefresh+3*time.Second, "/readyz to report the registry healthy again", func() bool {
+	poll.Until(t, 2*registryRefresh+3*time.Second, "/readyz to report the registry healthy again", func() bool {
 		_, body := readyz(t, entry)
 		return body.RegistryHealthy != nil && *body.RegistryHealthy
 	})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestAgentConnectionLimits: with agents.max_connections 3, a fourth connection of one agent
@@ -100,7 +102,7 @@ func TestAgentConnectionLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.cmd.Process.Signal(syscall.SIGHUP)
-	waitUntil(t, 10*time.Second, "the reload", func() bool { return metric("edge_config_generation", "") == 2 })
+	poll.Until(t, 10*time.Second, "the reload", func() bool { return metric("edge_config_generation", "") == 2 })
 	for i := range 50 {
 		status, _, conn := dialConnect(t, e, "", token, nil)
 		if status != http.StatusSwitchingProtocols {
@@ -126,7 +128,7 @@ func TestAgentConnectionLimits(t *testing.T) {
 		}
 		conn.Close()
 	}
-	waitUntil(t, 5*time.Second, "52 handshake timeouts counted", func() bool {
+	poll.Until(t, 5*time.Second, "52 handshake timeouts counted", func() bool {
 		return metric("edge_tunnel_connects_total", `result="handshake_timeout"`) == 52 && metric("edge_tunnel_handshakes", "") == 0
 	})
 	if v := metric("edge_tunnel_connects_total", `result="ok"`); v != 1 {

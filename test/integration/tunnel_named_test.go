@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestTunnelNamedConnection: with two connections of one agent held by two edges (each serving
@@ -19,7 +21,7 @@ func TestTunnelNamedConnection(t *testing.T) {
 	c.startAgentWithToken("a1 via edge 0", c.edges[0].PublicURL, token, upX)
 	c.startAgentWithToken("a1 via edge 1", c.edges[1].PublicURL, token, upY)
 	byEdge := map[string]string{}
-	waitUntil(t, 15*time.Second, "both connections of a1 to be listed", func() bool {
+	poll.Until(t, 15*time.Second, "both connections of a1 to be listed", func() bool {
 		conns, err := c.connections(c.edges[2], "a1")
 		if err != nil || len(conns) != 2 {
 			return false

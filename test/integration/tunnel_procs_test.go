@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // redisServer is a real redis-server on loopback, without persistence, that a test can stop and
@@ -46,22 +48,18 @@ func (r *redisServer) start() {
 	cmd := exec.Command(r.bin, "--bind", host, "--port", port, "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--loglevel", "warning")
 	r.proc = startProcess(r.t, "redis-server "+r.Addr, cmd)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.UntilState(r.t, 10*time.Second, "redis-server on "+r.Addr+" to answer PING", func() (bool, string) {
 		reply, err := r.do("PING")
 		if err == nil && reply == "+PONG" {
-			return
+			return true, ""
 		}
 		select {
 		case <-r.proc.exited:
 			r.t.Fatalf("redis-server on %s exited: %v", r.Addr, r.proc.waitErr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("redis-server on %s: no PONG in 10s (last: %q, %v)", r.Addr, reply, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%q, %v", reply, err)
+	})
 }
 
 // stop shuts redis-server down and waits until it has exited.

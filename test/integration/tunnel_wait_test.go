@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestTunnelWaitForAgent: a request for an agent that is not connected waits, and is served as
@@ -57,7 +59,7 @@ func TestTunnelWaitForAgent(t *testing.T) {
 			}()
 			// In order: the request waits, then the agent connects. The request gives up after
 			// agents.wait, so that is the bound on seeing it wait.
-			waitUntil(t, agentWait, "the request to wait for "+tc.id, func() bool { return loops() > before })
+			poll.Until(t, agentWait, "the request to wait for "+tc.id, func() bool { return loops() > before })
 
 			agent := c.startAgent(tc.id, holder.PublicURL, up)
 			// Poll the agent's /healthz until it turns 200 or the answer comes, then wait for the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/internal/oidctest"
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/internal/testnet"
 )
 
@@ -105,7 +106,7 @@ func newWSEnv(t *testing.T, n, holder int, recheck time.Duration) *wsEnv {
 	if n > 1 {
 		e.c.waitHeld(t, "a1", e.edges[holder], 15*time.Second)
 	} else {
-		waitUntil(t, 15*time.Second, "the agent to connect", e.agent.connected)
+		poll.Until(t, 15*time.Second, "the agent to connect", e.agent.connected)
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/internal/browsertest"
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/internal/testnet"
 )
 
@@ -53,7 +55,7 @@ func TestWorkspaceLoginLimits(t *testing.T) {
 	if n, err := metricSum(e.edges[0].OpsURL+"/metrics", "edge_workspace_logins_total", `outcome="busy"`); err != nil || n != 1 {
 		t.Errorf("edge_workspace_logins_total{outcome=busy} = %v (%v), want 1", n, err)
 	}
-	waitUntil(t, 5*time.Second, "the refusal in the log", func() bool {
+	poll.Until(t, 5*time.Second, "the refusal in the log", func() bool {
 		return strings.Contains(e.edges[0].out.String(), "too many logins in progress")
 	})
 }
@@ -61,17 +63,10 @@ func TestWorkspaceLoginLimits(t *testing.T) {
 // waitLocation waits until the tab's URL is want.
 func waitLocation(t *testing.T, ctx context.Context, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	poll.UntilState(t, 15*time.Second, "the browser at "+want, func() (bool, string) {
 		loc := browsertest.Location(t, ctx)
-		if loc == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the browser is at %s, want %s", loc, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return loc == want, "at " + loc
+	})
 }
 
 // TestWorkspaceHardeningInChromium: in headless Chromium against the edge binary,
@@ -138,15 +133,8 @@ func TestWorkspaceHardeningInChromium(t *testing.T) {
 // waitText waits until the element's text is want.
 func waitText(t *testing.T, ctx context.Context, css, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	poll.UntilState(t, 15*time.Second, fmt.Sprintf("%s to read %q", css, want), func() (bool, string) {
 		got := browsertest.Text(t, ctx, css)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s reads %q, want %q", css, got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got == want, fmt.Sprintf("reads %q", got)
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/internal/testnet"
 )
 
@@ -87,7 +88,7 @@ func TestWorkspaceLoginThroughTunnel(t *testing.T) {
 	})
 	t.Run("revoked by editing the authorizer file", func(t *testing.T) {
 		e.setAccess(map[string][]string{"alice": {"carol"}, "bob": {"bob"}})
-		waitUntil(t, 10*time.Second, "alice's access to end", func() bool {
+		poll.Until(t, 10*time.Second, "alice's access to end", func() bool {
 			resp, _ := fetch(t, alice, e.wsURL(0, "alice", "/headers"))
 			return resp.StatusCode == http.StatusForbidden
 		})
