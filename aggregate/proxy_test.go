@@ -21,7 +21,7 @@ type fixture struct {
 func newFixture(t *testing.T, configure func(*Options), names ...string) *fixture {
 	t.Helper()
 	f := &fixture{members: map[string]*fakeMember{}}
-	auth, err := NewAuthenticator([]byte("alice-token,alice,1,\"dev,ops\"\nmallory-token,mallory,2\n"), nil, "", "")
+	auth, err := NewAuthenticator([]byte("alice-token,alice,1,\"dev,ops\"\nmallory-token,mallory,2\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // jwtCheck is what every kind of JWT here is verified with: pinned keys, golang-jwt's claim
-// checks (exp required, nbf and iat honoured when present, aud, iss when set, leeway) and the
+// checks (exp required, nbf and iat honoured when present, aud and iss when set, leeway) and the
 // mapping of its errors to this package's sentinels.
 type jwtCheck struct {
 	keys keyRing
@@ -27,8 +27,10 @@ func newJWTCheck(keys []Key, issuer, audience string, leeway time.Duration) (jwt
 		jwt.WithValidMethods(ring.algs),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
-		jwt.WithAudience(audience),
 		jwt.WithLeeway(leeway),
+	}
+	if audience != "" {
+		opts = append(opts, jwt.WithAudience(audience))
 	}
 	if issuer != "" {
 		opts = append(opts, jwt.WithIssuer(issuer))

@@ -10,6 +10,7 @@ import (
 	"gitlab.com/edge/edge/aggregate"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/tokens"
 )
 
 // aggregationParts outlive a reload: the metrics, and the open watches, so a reload ends only the
@@ -36,15 +37,11 @@ func (rt *router) aggregationRoute(cfg *config.Config) (*proxy.PrefixRoute, erro
 	if a == nil || parts == nil {
 		return nil, nil
 	}
-	parsed, err := verificationKeys("aggregation.auth.keys", a.Auth.Keys)
+	verifyJWT, err := callerVerifier(a.Auth)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	var keys []aggregate.JWTKey
-	for _, k := range parsed {
-		keys = append(keys, aggregate.JWTKey{ID: k.ID, Algorithm: k.Algorithm, Key: k.Public})
-	}
-	auth, err := aggregate.NewAuthenticator(a.Auth.Tokens, keys, a.Auth.Issuer, a.Auth.Audience)
+	auth, err := aggregate.NewAuthenticator(a.Auth.Tokens, verifyJWT)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("aggregation.auth: %w", err)}
 	}
@@ -89,4 +86,24 @@ func endChangedWatches(old, next *config.Config, parts *aggregationParts, log *s
 		n := parts.watches.End(gone)
 		log.Info("aggregation: members removed or changed; their watches end and clients relist", "members", len(gone), "watches", n)
 	}
+}
+
+// callerVerifier checks the callers' JWTs with tokens' verification, as every other JWT of edge;
+// nil when no key is configured (only the token file then).
+func callerVerifier(auth config.AggregationAuth) (aggregate.VerifyJWT, error) {
+	if len(auth.Keys) == 0 {
+		return nil, nil
+	}
+	keys, err := verificationKeys("aggregation.auth.keys", auth.Keys)
+	if err != nil {
+		return nil, err
+	}
+	v, err := tokens.NewCallerVerifier(tokens.CallerVerifierOptions{Keys: keys, Issuer: auth.Issuer, Audience: auth.Audience})
+	if err != nil {
+		return nil, fmt.Errorf("aggregation.auth.keys: %w", err)
+	}
+	return func(token string) (aggregate.User, error) {
+		c, err := v.Verify(token)
+		return aggregate.User{Name: c.Subject, Groups: c.Groups}, err
+	}, nil
 }
