@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/poll"
 )
 
 // TestDemo runs the demo (cmd/edge-demo, which runs edge) on free ports, then every command it
@@ -29,7 +31,7 @@ func TestDemo(t *testing.T) {
 	}
 	public, ops := freeAddr(t), freeAddr(t)
 	demo, stdout := startDemo(t, "--listen", public, "--ops", ops, "--ssh", freeAddr(t))
-	waitUntil(t, 30*time.Second, "the demo to print what to try", func() bool {
+	poll.Until(t, 30*time.Second, "the demo to print what to try", func() bool {
 		select {
 		case <-demo.exited:
 			t.Fatalf("edge demo exited before printing what to try: %v", demo.waitErr)

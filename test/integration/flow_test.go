@@ -135,9 +135,3 @@ func TestRunner1711Flow(t *testing.T) {
 	}
 	checkDelivered(t, e.expectAt(t, 2), a)
 }
-
-// waitUntil is poll.Until, kept for demo_test.go.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	poll.Until(t, timeout, what, cond)
-}
