@@ -97,7 +97,7 @@ func buildACME(c *config.Config, ws *workspaceParts, log *slog.Logger, reg prome
 	if len(a.CARootPEM) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(a.CARootPEM) {
-			return nil, usageError{errors.New("tls.acme.ca_root: no certificate")}
+			return nil, usageError{Err: errors.New("tls.acme.ca_root: no certificate")}
 		}
 		template.TrustedRoots = pool
 	}

@@ -46,7 +46,7 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *cfgPath != "" {
 		loaded, err := config.LoadAgent(*cfgPath)
 		if err != nil {
-			return usageError{err}
+			return usageError{Err: err}
 		}
 		a = loaded
 	}
@@ -141,7 +141,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 		Metrics:          reg,
 	})
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if a.Ops != "" {
 		mux := http.NewServeMux()

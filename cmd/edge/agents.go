@@ -56,7 +56,7 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		})
 		rr, err := discovery.NewRedisRegistry(a.redis, discovery.RedisOptions{RegistryOptions: opts, KeyPrefix: r.Redis.KeyPrefix}, log)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("registry: %w", err)}
+			return nil, usageError{Err: fmt.Errorf("registry: %w", err)}
 		}
 		a.registry = rr
 	} else {
@@ -97,11 +97,11 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 	if len(cfg.Internal.Secret) > 0 {
 		signer, err := tokens.NewInternalSigner(cfg.Internal.Secret, 0)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("internal.secret_file: %w", err)}
+			return nil, usageError{Err: fmt.Errorf("internal.secret_file: %w", err)}
 		}
 		v, err := tokens.NewInternalVerifier(cfg.Internal.Secret, 0, 0)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("internal.secret_file: %w", err)}
+			return nil, usageError{Err: fmt.Errorf("internal.secret_file: %w", err)}
 		}
 		minter, internalVerifier = signer, v
 	}

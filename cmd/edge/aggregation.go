@@ -39,11 +39,11 @@ func (rt *router) aggregationRoute(cfg *config.Config) (*proxy.PrefixRoute, erro
 	}
 	verifyJWT, err := callerVerifier(a.Auth)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	auth, err := aggregate.NewAuthenticator(a.Auth.Tokens, verifyJWT)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("aggregation.auth: %w", err)}
+		return nil, usageError{Err: fmt.Errorf("aggregation.auth: %w", err)}
 	}
 	var members []aggregate.Member
 	for _, c := range a.Clusters {
@@ -55,7 +55,7 @@ func (rt *router) aggregationRoute(cfg *config.Config) (*proxy.PrefixRoute, erro
 		Metrics: parts.metrics, Log: rt.log.With("component", "aggregation"),
 	}, parts.watches)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("aggregation: %w", err)}
+		return nil, usageError{Err: fmt.Errorf("aggregation: %w", err)}
 	}
 	return &proxy.PrefixRoute{
 		Prefix: a.Prefix, Handler: p, WriteError: aggregate.WriteError,

@@ -46,9 +46,9 @@ func checkAgent(path string, stdout io.Writer) error {
 	if err != nil {
 		var problems config.Problems
 		if errors.As(err, &problems) {
-			return usageError{fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
+			return usageError{Err: fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
 		}
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if msg := tokenFileProblem(a.TokenFile); msg != "" {
 		return usagef("%s: token_file: %s", path, msg)

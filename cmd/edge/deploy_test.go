@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/cli"
 )
 
 // deployUID is the Dockerfile's numeric USER, which every edge container must run as.
@@ -336,7 +337,7 @@ func checkDeployedEdge(t *testing.T, all []deployManifest, cm deployManifest, ed
 		}
 	}
 	var helpOut, helpErr bytes.Buffer
-	if err := run(context.Background(), []string{"serve", "--help"}, strings.NewReader(""), &helpOut, &helpErr); !errors.Is(err, errHelp) {
+	if err := run(context.Background(), []string{"serve", "--help"}, strings.NewReader(""), &helpOut, &helpErr); !errors.Is(err, cli.ErrHelp) {
 		t.Fatalf("edge serve --help: %v", err)
 	}
 	for _, a := range args[1:] {

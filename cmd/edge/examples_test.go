@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/cli"
 )
 
 // TestExamplesPassCheck keeps every example config valid as the config grows (agent.yaml is
@@ -40,7 +41,7 @@ func TestCheckRefusesBadConfigWithExit2(t *testing.T) {
 	writeFile(t, bad, "listen: {publik: ':1'}\ncells: []\n")
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"check", "--config", bad}, strings.NewReader(""), &stdout, &stderr)
-	if code := exitCode(err, &stderr); code != 2 {
+	if code := cli.ExitCode("edge", err, &stderr); code != 2 {
 		t.Fatalf("exit code %d, want 2 (%v)", code, err)
 	}
 	for _, want := range []string{"bad.yaml:1: listen.publik", "bad.yaml:2: cells: no cells"} {

@@ -1,33 +1,19 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"strings"
+
+	"gitlab.com/edge/edge/internal/cli"
 )
 
 // newFlagSet makes a flag set whose errors are usage errors and whose --help exits 0.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edge %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
+	return cli.NewFlagSet("edge", name, synopsis, stderr)
 }
 
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
-	}
-	return nil
-}
+func parseFlags(fs *flag.FlagSet, args []string) error { return cli.ParseFlags(fs, args) }
 
 // isHelp tells whether arg asks for help, as the flag package understands it, for commands that
 // take a subcommand before their flags.

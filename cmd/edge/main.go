@@ -4,45 +4,25 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"gitlab.com/edge/edge/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(cli.ExitCode("edge", err, os.Stderr))
 }
 
-// usageError is bad usage or a bad config: exit 2, as contract.md says.
-type usageError struct{ err error }
+type usageError = cli.UsageError
 
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
-
-// errHelp means --help was asked for and printed: exit 0.
-var errHelp = errors.New("help printed")
-
-func exitCode(err error, stderr io.Writer) int {
-	var usage usageError
-	switch {
-	case err == nil, errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, &usage):
-		fmt.Fprintln(stderr, "edge:", err)
-		return 2
-	default:
-		fmt.Fprintln(stderr, "edge:", err)
-		return 1
-	}
-}
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 const usageText = `edge: the front door of a platform split into cells.
 

@@ -24,11 +24,11 @@ func buildSSH(cfg *config.Config, rt *router, log *slog.Logger, reg prometheus.R
 	w := cfg.Workspaces.SSH
 	hostKey, err := ssh.ParsePrivateKey(w.HostKey)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("workspaces.ssh.host_key_file: %w", err)}
+		return nil, usageError{Err: fmt.Errorf("workspaces.ssh.host_key_file: %w", err)}
 	}
 	clientKey, err := ssh.ParsePrivateKey(w.ClientKey)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("workspaces.ssh.client_key_file: %w", err)}
+		return nil, usageError{Err: fmt.Errorf("workspaces.ssh.client_key_file: %w", err)}
 	}
 	authz := rt.workspaces.ssh
 	return sshproxy.New(sshproxy.Options{

@@ -21,7 +21,7 @@ func parseStatic(cfg *config.Config) (*tls.Certificate, error) {
 	}
 	c, err := tls.X509KeyPair(cfg.TLS.Static.CertPEM, cfg.TLS.Static.KeyPEM)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("tls.static: %w", err)}
+		return nil, usageError{Err: fmt.Errorf("tls.static: %w", err)}
 	}
 	return &c, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -25,7 +26,7 @@ func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if len(args) == 0 {
 			return usagef("token needs a subcommand: mint or decode")
 		}
-		return errHelp
+		return cli.ErrHelp
 	}
 	switch args[0] {
 	case "decode":
@@ -38,7 +39,7 @@ func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			if len(args) < 2 {
 				return usagef("token mint needs a kind: %s", kinds)
 			}
-			return errHelp
+			return cli.ErrHelp
 		}
 		switch args[1] {
 		case "routable":
@@ -95,7 +96,7 @@ func cmdMintRoutable(args []string, stdout, stderr io.Writer) error {
 	}
 	tok, err := tokens.MintRoutable(*prefix, random, k.keys())
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	fmt.Fprintln(stdout, tok)
 	return nil
@@ -121,7 +122,7 @@ func cmdMintJob(args []string, stdout, stderr io.Writer) error {
 	}
 	key, err := readSigningKey(*keyFile, *alg)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	now := time.Now()
 	raw, err := tokens.MintJobJWT(tokens.MintJobOptions{
@@ -129,7 +130,7 @@ func cmdMintJob(args []string, stdout, stderr io.Writer) error {
 		Keys: k.keys(), LegacyCellID: *legacy, JobID: *job, IssuedAt: now, ExpiresAt: now.Add(*ttl),
 	})
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	fmt.Fprintln(stdout, jobTokenPrefix+raw)
 	return nil
@@ -226,13 +227,13 @@ func cmdMintAgent(args []string, stdout, stderr io.Writer) error {
 	}
 	key, err := readSigningKey(*keyFile, *alg)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	now := time.Now()
 	tok, err := tokens.MintAgentToken(tokens.MintAgentOptions{Key: key, Algorithm: *alg, KID: *kid, Issuer: *issuer,
 		Audience: tokens.DefaultAgentAudience, AgentID: *agentID, ProjectID: *projectID, IssuedAt: now, ExpiresAt: now.Add(*ttl)})
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	fmt.Fprintln(stdout, tok)
 	return nil
@@ -252,11 +253,11 @@ func cmdMintGitLabAPI(args []string, stdout, stderr io.Writer) error {
 	}
 	secret, err := readSigningKey(*secretFile, "HS256")
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	tok, err := tokens.MintGitLabAPIToken(secret.([]byte), *issuer, *audience, time.Now(), *ttl)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	fmt.Fprintln(stdout, tok)
 	return nil

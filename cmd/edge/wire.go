@@ -21,9 +21,9 @@ func loadConfig(path string) (*config.Config, error) {
 	if err != nil {
 		var problems config.Problems
 		if errors.As(err, &problems) {
-			return nil, usageError{fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
+			return nil, usageError{Err: fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
 		}
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	return cfg, nil
 }
@@ -97,7 +97,7 @@ func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
 	}}
 	if len(cfg.Agents.Keys) > 0 {
 		if t.agents, err = agentVerifier(cfg.Agents); err != nil {
-			return routeTable{}, usageError{err}
+			return routeTable{}, usageError{Err: err}
 		}
 		t.routes.AgentConnect = rt.agents.tunnels
 	}
@@ -110,7 +110,7 @@ func (rt *router) buildRoutes(cfg *config.Config) (routeTable, error) {
 	if g := cfg.GitLabAPI; g != nil {
 		v, err := tokens.NewGitLabAPIVerifier(g.Secret, g.Issuer, g.Audience, 0)
 		if err != nil {
-			return routeTable{}, usageError{fmt.Errorf("gitlab_api: %w", err)}
+			return routeTable{}, usageError{Err: fmt.Errorf("gitlab_api: %w", err)}
 		}
 		t.routes.GitLabAPI = proxy.NewGitLabAPI(rt.agents.router, v)
 	}
@@ -139,7 +139,7 @@ func (rt *router) apply(t routeTable) error {
 func (rt *router) buildRunnerProxy(cfg *config.Config) (*proxy.Proxy, error) {
 	cells, err := buildCells(cfg.Cells)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	opts := proxy.Options{
 		Cells:           cells,
@@ -159,7 +159,7 @@ func (rt *router) buildRunnerProxy(cfg *config.Config) (*proxy.Proxy, error) {
 	case j.Verify:
 		v, err := buildVerifier(cfg.Tokens)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, usageError{Err: err}
 		}
 		opts.Verifier = v
 	default:
@@ -172,7 +172,7 @@ func (rt *router) buildRunnerProxy(cfg *config.Config) (*proxy.Proxy, error) {
 			Log:     rt.log,
 		})
 		if err != nil {
-			return nil, usageError{fmt.Errorf("routing.classify_url: %w", err)}
+			return nil, usageError{Err: fmt.Errorf("routing.classify_url: %w", err)}
 		}
 		opts.Classifier = c
 	}

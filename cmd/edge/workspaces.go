@@ -47,13 +47,13 @@ func buildWorkspaceParts(cfg *config.Config, agents *agentParts, log *slog.Logge
 	var authorizer workspaceauth.Authorizer
 	if w.Authorizer.File != "" {
 		if p.static, err = workspaceauth.NewStatic(w.Authorizer.File, log.With("component", "workspace authorizer")); err != nil {
-			return nil, usageError{fmt.Errorf("workspaces.authorizer.file: %w", err)}
+			return nil, usageError{Err: fmt.Errorf("workspaces.authorizer.file: %w", err)}
 		}
 		authorizer, p.directory, p.ssh = p.static, p.static, p.static
 	} else {
 		h, err := workspaceauth.NewHTTP(workspaceauth.HTTPOptions{URL: w.Authorizer.URL, Secret: w.Authorizer.Secret, Timeout: w.Authorizer.Timeout.Duration})
 		if err != nil {
-			return nil, usageError{fmt.Errorf("workspaces.authorizer: %w", err)}
+			return nil, usageError{Err: fmt.Errorf("workspaces.authorizer: %w", err)}
 		}
 		authorizer, p.ssh = h, h
 	}
@@ -86,7 +86,7 @@ func (rt *router) workspaceRoutes(cfg *config.Config) (ws, auth *proxy.HostRoute
 		Metrics: parts.metrics, Log: rt.log.With("component", "workspaces"),
 	})
 	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("workspaces: %w", err)}
+		return nil, nil, usageError{Err: fmt.Errorf("workspaces: %w", err)}
 	}
 	explain := func(host string) (map[string]any, error) {
 		h, agent, ok := a.Explain(host)
