@@ -204,8 +204,15 @@ func filterSetCookie(v string) (string, bool) {
 	return b.String(), true
 }
 
+// containsFold tells whether s holds sub in any case, without the copy strings.ToLower makes:
+// it runs on every Set-Cookie a workspace answers with.
 func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), sub)
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *cookieFilter) WriteHeader(code int) {

@@ -319,8 +319,8 @@ func Unquote(q []byte) (string, bool) {
 	return string(out), true
 }
 
-// unicodeEscape decodes \uXXXX (and a following low surrogate) at the start of b, returning the
-// rune and the number of bytes consumed.
+// unicodeEscape decodes a \u escape with its four hex digits (and a following low surrogate)
+// at the start of b, returning the rune and the number of bytes consumed.
 func unicodeEscape(b []byte) (rune, int, bool) {
 	r, ok := hex4(b)
 	if !ok {
