@@ -77,9 +77,10 @@ func (a *Auth) redirect(w http.ResponseWriter, scheme, authority, target string)
 // store puts a login value counted against the request's client, and answers for it when the
 // store refuses: 429 when the client or all clients hold the limit, 503 when it is unreachable.
 func (a *Auth) store(w http.ResponseWriter, r *http.Request, key string, v any, ttl time.Duration) bool {
+	client := clientOf(r)
 	b, err := json.Marshal(v)
 	if err == nil {
-		err = a.o.Store.Put(r.Context(), key, clientOf(r), b, ttl)
+		err = a.o.Store.Put(r.Context(), key, client, b, ttl)
 	}
 	switch {
 	case err == nil:
@@ -87,7 +88,7 @@ func (a *Auth) store(w http.ResponseWriter, r *http.Request, key string, v any, 
 	case errors.Is(err, ErrBusy):
 		a.metrics.Login("busy")
 		if a.busyLog.allow(time.Now()) {
-			a.log.Warn("workspace login refused: too many logins in progress", "client", clientOf(r), "host", r.Host)
+			a.log.Warn("workspace login refused: too many logins in progress", "client", client, "host", r.Host)
 		}
 		w.Header().Set("Retry-After", "60")
 		page(w, http.StatusTooManyRequests, "Too many logins", "Too many logins are in progress from your network. Try again in a minute.")
