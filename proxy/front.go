@@ -31,12 +31,15 @@ func NewFront(log *slog.Logger, metrics *Metrics) *Front {
 // UseAccessLog writes access lines to l (a buffered output, say) instead of the front's log.
 func (f *Front) UseAccessLog(l *slog.Logger) { f.access = l }
 
-// Swap puts a new route table in force.
+// Swap puts a new route table in force: new requests see it, those in flight finish on the one
+// they started with, and the old runner proxy's idle upstream connections are closed.
 func (f *Front) Swap(rt *Routes) error {
 	if rt == nil || rt.Runner == nil {
 		return errors.New("proxy: a route table needs the runner proxy")
 	}
-	f.routes.Store(rt)
+	if old := f.routes.Swap(rt); old != nil && old.Runner != rt.Runner {
+		old.Runner.CloseIdleConnections()
+	}
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/server"
 	"gitlab.com/edge/edge/tunnel"
 )
 
@@ -114,7 +115,7 @@ func tokenFileProblem(path string) string {
 }
 
 func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error {
-	log := newLogger(a.Log, stderr)
+	log := server.NewLogger(a.Log, stderr)
 	var tlsConfig *tls.Config
 	if len(a.CA) > 0 || a.InsecureSkipVerify {
 		tlsConfig = &tls.Config{InsecureSkipVerify: a.InsecureSkipVerify}
@@ -125,8 +126,8 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 			}
 		}
 	}
-	b := readBuildInfo()
-	reg := newRegistry()
+	b := server.ReadBuildInfo()
+	reg := server.NewRegistry(b)
 	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:    a.Edge,
 		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
@@ -136,7 +137,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 		TLSConfig:        tlsConfig,
 		Connections:      a.Connections,
 		MaxConnectionAge: a.MaxAge.Duration,
-		WrapTransport:    inlineTransport,
+		WrapTransport:    server.InlineTransport,
 		Logger:           log,
 		Metrics:          reg,
 	})

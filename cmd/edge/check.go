@@ -5,11 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/server"
 )
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
@@ -27,11 +25,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		}
 		return checkAgent(*path, stdout)
 	}
-	cfg, err := loadConfig(*path)
+	cfg, err := server.LoadConfig(*path)
 	if err != nil {
 		return err
 	}
-	if _, err := buildRouter(cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err != nil {
+	if err := server.Check(cfg); err != nil {
 		return err
 	}
 	legacy, _ := cfg.LegacyCell()

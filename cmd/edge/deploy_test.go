@@ -27,8 +27,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/server"
 )
 
 // deployUID is the Dockerfile's numeric USER, which every edge container must run as.
@@ -311,7 +311,7 @@ func checkDeployedEdge(t *testing.T, all []deployManifest, cm deployManifest, ed
 	if err := run(context.Background(), []string{"check", "--config", localConfig}, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatalf("edge check of ConfigMap %s: %v\n%s", cm.name(), err, stderr.String())
 	}
-	cfg, err := loadConfig(localConfig)
+	cfg, err := server.LoadConfig(localConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -683,17 +683,4 @@ func toStrings(v any) []string {
 		out = append(out, fmt.Sprint(x))
 	}
 	return out
-}
-
-func TestAdvertiseInternalFlagOverridesConfig(t *testing.T) {
-	cfg := config.Default()
-	cfg.Listen.AdvertiseInternal = "http://from-file:8081"
-	overrides{}.apply(cfg)
-	if cfg.Listen.AdvertiseInternal != "http://from-file:8081" {
-		t.Errorf("no flag: got %q", cfg.Listen.AdvertiseInternal)
-	}
-	overrides{advertiseInternal: "http://10.1.2.3:8081"}.apply(cfg)
-	if cfg.Listen.AdvertiseInternal != "http://10.1.2.3:8081" {
-		t.Errorf("flag: got %q", cfg.Listen.AdvertiseInternal)
-	}
 }

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"gitlab.com/edge/edge/server"
 )
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -29,15 +29,15 @@ func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*path)
+	cfg, err := server.LoadConfig(*path)
 	if err != nil {
 		return err
 	}
-	rt, err := buildRouter(cfg, newLogger(cfg.Log, stderr).With("command", "explain"), prometheus.NewRegistry())
+	decision, err := server.Explain(cfg, req, server.NewLogger(cfg.Log, stderr).With("command", "explain"))
 	if err != nil {
 		return err
 	}
-	out, err := json.MarshalIndent(rt.front.Explain(req), "", "  ")
+	out, err := json.MarshalIndent(decision, "", "  ")
 	if err != nil {
 		return fmt.Errorf("explain: %w", err)
 	}

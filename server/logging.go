@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"io"
@@ -7,7 +7,8 @@ import (
 	"gitlab.com/edge/edge/config"
 )
 
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
+// NewLogger is edge's structured log on w, in the configured level and format.
+func NewLogger(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
 		level = slog.LevelInfo

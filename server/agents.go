@@ -1,6 +1,7 @@
-package main
+package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,23 +13,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
 )
 
-// agentParts are the tunnel server, the registry and what routes requests to agents.
-type agentParts struct {
+// agents are the agents' tunnels: the tunnel server, the registry that says which edge holds
+// which agent (kept in step with the tunnels off the request path), the agent router that
+// forwards to them, edge to edge when needed, and the API for GitLab.
+type agents struct {
 	tunnels  *tunnel.Server
 	registry discovery.Registry
 	redis    redis.UniversalClient
 	router   *proxy.AgentRouter
 	internal http.Handler // nil without an internal listener
+	// internalTLS is internal.tls, read once at start (nil: plain HTTP).
+	internalTLS *tls.Config
+	listener    *listener
 	// verifier checks agent tokens at connect; a reload swaps it, nil refuses every agent.
 	verifier atomic.Pointer[tokens.AgentVerifier]
 	events   chan registryEvent
@@ -43,8 +49,9 @@ type registryEvent struct {
 	connected bool
 }
 
-func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*agentParts, error) {
-	a := &agentParts{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log}
+func newAgents(cfg *config.Config, d deps) (*agents, error) {
+	log, reg := d.log, d.reg
+	a := &agents{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log}
 	opts := discovery.RegistryOptions{Self: cfg.Listen.AdvertiseInternal, Registerer: reg}
 	if r := cfg.Registry; r != nil {
 		opts.TTL, opts.Refresh = r.TTL.Duration, r.Refresh.Duration
@@ -56,7 +63,7 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		})
 		rr, err := discovery.NewRedisRegistry(a.redis, discovery.RedisOptions{RegistryOptions: opts, KeyPrefix: r.Redis.KeyPrefix}, log)
 		if err != nil {
-			return nil, usageError{Err: fmt.Errorf("registry: %w", err)}
+			return nil, cli.UsageError{Err: fmt.Errorf("registry: %w", err)}
 		}
 		a.registry = rr
 	} else {
@@ -85,7 +92,7 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		// pending ones count toward the cap, so silent upgrades cannot pile up.
 		MaxConnectionsPerAgent: cfg.Agents.MaxConnections,
 		WriteError:             proxy.WriteError,
-		WrapTransport:          inlineTransport,
+		WrapTransport:          InlineTransport,
 		Logger:                 log,
 		Metrics:                reg,
 	})
@@ -97,11 +104,11 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 	if len(cfg.Internal.Secret) > 0 {
 		signer, err := tokens.NewInternalSigner(cfg.Internal.Secret, 0)
 		if err != nil {
-			return nil, usageError{Err: fmt.Errorf("internal.secret_file: %w", err)}
+			return nil, cli.UsageError{Err: fmt.Errorf("internal.secret_file: %w", err)}
 		}
 		v, err := tokens.NewInternalVerifier(cfg.Internal.Secret, 0, 0)
 		if err != nil {
-			return nil, usageError{Err: fmt.Errorf("internal.secret_file: %w", err)}
+			return nil, cli.UsageError{Err: fmt.Errorf("internal.secret_file: %w", err)}
 		}
 		minter, internalVerifier = signer, v
 	}
@@ -120,10 +127,79 @@ func buildAgents(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer
 		return nil, err
 	}
 	a.router = router
+	a.listener = httpListener("listen.internal", "", phaseTraffic, d.front.InternalHandler(), limitedServer(cfg.Limits), log)
 	if internalVerifier != nil && cfg.Listen.Internal != "" {
 		a.internal = router.InternalHandler(internalVerifier)
+		a.listener.addr = cfg.Listen.Internal
+	}
+	if t := cfg.Internal.TLS; t != nil && a.internal != nil {
+		cert, err := tls.X509KeyPair(t.CertPEM, t.KeyPEM)
+		if err != nil {
+			return nil, cli.UsageError{Err: fmt.Errorf("internal.tls: %w", err)}
+		}
+		a.internalTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"h2", "http/1.1"}}
+		a.listener.tls = func() *tls.Config { return a.internalTLS }
 	}
 	return a, nil
+}
+
+func (a *agents) module() module {
+	return module{name: "agents",
+		settings: []setting{
+			{name: "listen.internal", same: func(x, y *config.Config) bool { return x.Listen.Internal == y.Listen.Internal }},
+			{name: "listen.advertise_internal", same: func(x, y *config.Config) bool { return x.Listen.AdvertiseInternal == y.Listen.AdvertiseInternal }},
+			{name: "registry", same: func(x, y *config.Config) bool { return config.SameRegistry(x.Registry, y.Registry) }},
+			{name: "internal.secret_file", same: func(x, y *config.Config) bool { return bytes.Equal(x.Internal.Secret, y.Internal.Secret) }},
+			{name: "internal.peers", same: func(x, y *config.Config) bool { return config.SamePeers(x.Internal, y.Internal) }},
+			{name: "internal.tls", same: func(x, y *config.Config) bool { return config.SameInternalTLS(x.Internal, y.Internal) },
+				files: func(c *config.Config) []string {
+					if t := c.Internal.TLS; t != nil {
+						return []string{t.CertFile, t.KeyFile}
+					}
+					return nil
+				}},
+			{name: "internal.ca_file", same: func(x, y *config.Config) bool { return bytes.Equal(x.Internal.CA, y.Internal.CA) }},
+			// The agent router outlives reloads, and its wait with it.
+			{name: "agents.wait", same: func(x, y *config.Config) bool { return x.Agents.Wait == y.Agents.Wait }},
+			{name: "agents", reload: true, same: func(x, y *config.Config) bool { return config.SameAgents(x.Agents, y.Agents) }},
+			{name: "gitlab_api", reload: true, same: func(x, y *config.Config) bool { return config.SameGitLabAPI(x.GitLabAPI, y.GitLabAPI) }},
+		},
+		routes:    a.routes,
+		listeners: []*listener{a.listener},
+		stages: []stage{
+			{name: "registry", phase: phaseParts, start: a.run, stop: func(context.Context) { a.stopRegistry() }},
+			{name: "tunnels", phase: phaseParts, stop: a.drainTunnels},
+			{name: "registry drain", phase: phaseReady, stop: a.drainRegistry},
+		},
+	}
+}
+
+// routes adds the agents' routes of one config: the agent connect (with agents.keys), the API
+// for GitLab (with gitlab_api), and what the internal listener serves.
+func (a *agents) routes(cfg *config.Config, next *table) error {
+	next.routes.Internal = a.internal
+	var v *tokens.AgentVerifier
+	if len(cfg.Agents.Keys) > 0 {
+		var err error
+		if v, err = agentVerifier(cfg.Agents); err != nil {
+			return cli.UsageError{Err: err}
+		}
+		next.routes.AgentConnect = a.tunnels
+	}
+	if g := cfg.GitLabAPI; g != nil {
+		gv, err := tokens.NewGitLabAPIVerifier(g.Secret, g.Issuer, g.Audience, 0)
+		if err != nil {
+			return cli.UsageError{Err: fmt.Errorf("gitlab_api: %w", err)}
+		}
+		next.routes.GitLabAPI = proxy.NewGitLabAPI(a.router, gv)
+	}
+	maxConns := cfg.Agents.MaxConnections
+	next.onApply(func() {
+		a.verifier.Store(v)
+		a.tunnels.SetMaxConnectionsPerAgent(maxConns)
+	})
+	return nil
 }
 
 // agentVerifier checks agent tokens with the keys of one config.
@@ -150,7 +226,7 @@ func connInfo(c *tunnel.Conn) discovery.ConnInfo {
 
 // run keeps the registry in step with the tunnels, in connect order, off the request path,
 // until stopRegistry.
-func (a *agentParts) run() {
+func (a *agents) run() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopRun = cancel
 	a.running.Go(func() {
@@ -177,11 +253,12 @@ func (a *agentParts) run() {
 			}
 		}
 	})
+	return nil
 }
 
 // drainRegistry is the first step of a drain: other edges stop sending here, and requests
 // waiting for an agent get 503.
-func (a *agentParts) drainRegistry(ctx context.Context) {
+func (a *agents) drainRegistry(ctx context.Context) {
 	close(a.draining)
 	if err := a.registry.Drain(ctx); err != nil {
 		a.log.Warn("registry drain", "error", err)
@@ -190,7 +267,7 @@ func (a *agentParts) drainRegistry(ctx context.Context) {
 
 // drainTunnels asks agents to reconnect elsewhere once their requests in flight are done, then
 // closes what is left.
-func (a *agentParts) drainTunnels(ctx context.Context) {
+func (a *agents) drainTunnels(ctx context.Context) {
 	if err := a.tunnels.Drain(ctx); err != nil {
 		a.log.Warn("tunnel drain", "error", err)
 	}
@@ -198,7 +275,7 @@ func (a *agentParts) drainTunnels(ctx context.Context) {
 }
 
 // stopRegistry stops the registry's loops and then closes its Redis client.
-func (a *agentParts) stopRegistry() {
+func (a *agents) stopRegistry() {
 	if a.stopRun != nil {
 		a.stopRun()
 	}
@@ -234,6 +311,6 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.Debug(fmt.Sprintf(format, v...), "component", "go-redis")
 }
 
-// inlineTransport carries the tunnels' plain requests as edge carries its cells' (on the calling
+// InlineTransport carries the tunnels' plain requests as edge carries its cells' (on the calling
 // goroutine; the rest through the transport it wraps).
-func inlineTransport(t *http.Transport) tunnel.RoundTripCloser { return proxy.NewInlineTransport(t) }
+func InlineTransport(t *http.Transport) tunnel.RoundTripCloser { return proxy.NewInlineTransport(t) }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"log/slog"
@@ -7,14 +7,14 @@ import (
 )
 
 // logStartup says, once, what this process is and what it serves.
-func logStartup(log *slog.Logger, cfg *config.Config, path string) {
-	b := readBuildInfo()
+func logStartup(log *slog.Logger, cfg *config.Config, opts Options) {
+	b := opts.Build
 	cells := make([]uint64, 0, len(cfg.Cells))
 	for _, c := range cfg.Cells {
 		cells = append(cells, c.ID)
 	}
 	legacy, _ := cfg.LegacyCell()
-	log.Info("edge starting", "version", b.Version, "commit", b.Commit, "go", b.GoVersion, "config", path,
+	log.Info("edge starting", "version", b.Version, "commit", b.Commit, "go", b.GoVersion, "config", opts.Path,
 		"cells", cells, "legacy_cell", legacy.ID, "features", features(cfg))
 	if !cfg.Tokens.JobJWT.Enabled {
 		log.Info("job-JWT routing rule off: no tokens.job_jwt section; job tokens route by the later rules")

@@ -1,14 +1,17 @@
-package main
+package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/proxy"
 )
 
@@ -16,6 +19,26 @@ import (
 type health struct {
 	ready    atomic.Bool
 	draining atomic.Bool
+}
+
+// newOps is operations: the ops listener (metrics, liveness, readiness) and readiness itself,
+// whose stop begins the drain. grace is shutdown.grace of the config in force, for the log.
+func newOps(cfg *config.Config, d deps, reg *prometheus.Registry, registryHealthy func() bool, grace func() time.Duration) module {
+	h := &health{}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second}
+	l := httpListener("listen.ops", cfg.Listen.Ops, phaseOps, opsHandler(reg, h, registryHealthy), srv, d.log)
+	// Last down, when the drain is over: nothing left to wait for.
+	l.shutdown = func(context.Context) { srv.Close() }
+	return module{name: "ops",
+		settings:  []setting{{name: "listen.ops", same: func(a, b *config.Config) bool { return a.Listen.Ops == b.Listen.Ops }}},
+		listeners: []*listener{l},
+		stages: []stage{{name: "ready", phase: phaseReady,
+			start: func() error { h.ready.Store(true); return nil },
+			stop: func(context.Context) {
+				h.draining.Store(true)
+				d.log.Info("draining", "grace", grace().String())
+			}}},
+	}
 }
 
 func opsHandler(reg *prometheus.Registry, h *health, registryHealthy func() bool) http.Handler {
@@ -55,10 +78,10 @@ func opsHandler(reg *prometheus.Registry, h *health, registryHealthy func() bool
 	})
 }
 
-// newRegistry holds every metric of one process; nothing registers globally.
-func newRegistry() *prometheus.Registry {
+// NewRegistry holds every metric of one process, edge_build_info and the Go and process
+// collectors first; nothing registers globally.
+func NewRegistry(b BuildInfo) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	b := readBuildInfo()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "edge_build_info",
 		Help:        "Build information; the value is always 1.",

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/redirect"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/workspaceauth"
@@ -30,16 +31,22 @@ import (
 // acmeManager gets and renews the public listener's certificates with certmagic: the configured
 // domains at start, workspace hosts on demand at their first handshake (only hosts that parse as a
 // workspace of the domain and that the authorizer does not know to be missing, within a rate
-// limit). A name edge has no certificate for fails the handshake. Only cmd/edge imports certmagic.
+// limit). A name edge has no certificate for fails the handshake. Only this module imports
+// certmagic. The factory reads the settings; certmagic's cache and its goroutines start with the
+// acme stage.
 type acmeManager struct {
-	cfg       *certmagic.Config
-	issuer    *certmagic.ACMEIssuer
-	domains   []string
-	wsDomain  string
-	directory workspaceauth.Directory
-	limit     *tokenBucket
-	decisions *prometheus.CounterVec
-	log       *slog.Logger
+	cfg        *certmagic.Config
+	cache      *certmagic.Cache
+	issuer     *certmagic.ACMEIssuer
+	template   certmagic.ACMEIssuer
+	storage    string
+	stopManage context.CancelFunc
+	domains    []string
+	wsDomain   string
+	directory  workspaceauth.Directory
+	limit      *tokenBucket
+	decisions  *prometheus.CounterVec
+	log        *slog.Logger
 }
 
 // On-demand certificates: at most onDemandBurst at once, then one per onDemandEvery.
@@ -48,7 +55,7 @@ const (
 	onDemandEvery = 6 * time.Second
 )
 
-func buildACME(c *config.Config, ws *workspaceParts, log *slog.Logger, reg prometheus.Registerer) (*acmeManager, error) {
+func newACME(c *config.Config, ws *workspaces, log *slog.Logger, reg prometheus.Registerer) (*acmeManager, error) {
 	if c.TLS == nil || c.TLS.ACME == nil {
 		return nil, nil
 	}
@@ -69,9 +76,7 @@ func buildACME(c *config.Config, ws *workspaceParts, log *slog.Logger, reg prome
 	}
 	if c.Workspaces != nil && a.OnDemandWorkspaces {
 		m.wsDomain = c.Workspaces.Domain
-		if ws != nil {
-			m.directory = ws.directory
-		}
+		m.directory = ws.directory
 	}
 	storage := a.Storage
 	if storage == "" {
@@ -82,22 +87,13 @@ func buildACME(c *config.Config, ws *workspaceParts, log *slog.Logger, reg prome
 		}
 		storage = filepath.Join(data, "edge", "certs")
 	}
-	var cache *certmagic.Cache
-	cache = certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return m.cfg, nil },
-		Logger:           zap.NewNop(),
-	})
-	m.cfg = certmagic.New(cache, certmagic.Config{
-		Storage:  &certmagic.FileStorage{Path: storage},
-		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: m.decide},
-		Logger:   zap.NewNop(),
-	})
+	m.storage = storage
 	template := certmagic.ACMEIssuer{CA: a.CA, Email: a.Email, Agreed: true, Logger: zap.NewNop(),
 		DisableHTTPChallenge: c.TLS.RedirectHTTP == ""}
 	if len(a.CARootPEM) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(a.CARootPEM) {
-			return nil, usageError{Err: errors.New("tls.acme.ca_root: no certificate")}
+			return nil, cli.UsageError{Err: errors.New("tls.acme.ca_root: no certificate")}
 		}
 		template.TrustedRoots = pool
 	}
@@ -110,13 +106,38 @@ func buildACME(c *config.Config, ws *workspaceParts, log *slog.Logger, reg prome
 		_, hp, _ := net.SplitHostPort(c.TLS.RedirectHTTP)
 		template.AltHTTPPort, _ = strconv.Atoi(hp)
 	}
-	m.issuer = certmagic.NewACMEIssuer(m.cfg, template)
-	m.cfg.Issuers = []certmagic.Issuer{m.issuer}
+	m.template = template
 	return m, nil
 }
 
-// start gets (or loads) the certificates of the configured domains in the background.
-func (m *acmeManager) start(ctx context.Context) error {
+// stages: certmagic's cache before the listeners, whose TLS config it makes; the configured
+// domains' certificates once the listeners answer the challenges.
+func (m *acmeManager) stages() []stage {
+	return []stage{
+		{name: "acme", phase: phaseParts, start: m.provision, stop: func(context.Context) { m.cache.Stop() }},
+		{name: "acme domains", phase: phaseTraffic, start: m.manage, stop: func(context.Context) { m.stopManage() }},
+	}
+}
+
+func (m *acmeManager) provision() error {
+	m.cache = certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return m.cfg, nil },
+		Logger:           zap.NewNop(),
+	})
+	m.cfg = certmagic.New(m.cache, certmagic.Config{
+		Storage:  &certmagic.FileStorage{Path: m.storage},
+		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: m.decide},
+		Logger:   zap.NewNop(),
+	})
+	m.issuer = certmagic.NewACMEIssuer(m.cfg, m.template)
+	m.cfg.Issuers = []certmagic.Issuer{m.issuer}
+	return nil
+}
+
+// manage gets (or loads) the certificates of the configured domains in the background.
+func (m *acmeManager) manage() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopManage = cancel
 	if len(m.domains) == 0 {
 		return nil
 	}
@@ -192,7 +213,12 @@ func redirectHandler(publicAddr string, acme *acmeManager) http.Handler {
 	if acme == nil {
 		return redirect
 	}
-	return acme.issuer.HTTPChallengeHandler(redirect)
+	// The issuer exists once the acme stage has started, before this listener serves.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !acme.issuer.HandleHTTPChallenge(w, r) {
+			redirect.ServeHTTP(w, r)
+		}
+	})
 }
 
 // tokenBucket allows burst at once, then one per every.

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -33,13 +33,12 @@ func TestReloadEndsWatchesOfChangedMembers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			parts := &aggregationParts{watches: aggregate.NewWatches()}
+			g := &aggregation{watches: aggregate.NewWatches(), members: old.Aggregation.Clusters, log: slog.New(slog.DiscardHandler)}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			done := aggregate.TrackWatch(parts.watches, []string{"a", "b", "c"}, cancel)
+			done := aggregate.TrackWatch(g.watches, []string{"a", "b", "c"}, cancel)
 			defer done()
-			next := &config.Config{Aggregation: &config.Aggregation{Clusters: tt.next}}
-			endChangedWatches(old, next, parts, slog.New(slog.DiscardHandler))
+			g.endChangedWatches(tt.next)
 			if got := ctx.Err() != nil; got != tt.ended {
 				t.Errorf("watch ended: got %v, want %v", got, tt.ended)
 			}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"net"
@@ -23,10 +23,11 @@ func TestOpenListenersClosesOnFailure(t *testing.T) {
 				addrs[s] = freePort(t)
 			}
 			addrs[failing] = busy.Addr().String()
-			cfg := &config.Config{TLS: &config.TLS{RedirectHTTP: addrs["tls.redirect_http"]}}
-			cfg.Listen.Public, cfg.Listen.Ops, cfg.Listen.Internal, cfg.Listen.SSH =
-				addrs["listen.public"], addrs["listen.ops"], addrs["listen.internal"], addrs["listen.ssh"]
-			if _, err := openListeners(cfg, true); err == nil || !strings.HasPrefix(err.Error(), failing+":") {
+			var mods []module
+			for _, s := range []string{"listen.public", "listen.ops", "listen.internal", "listen.ssh", "tls.redirect_http"} {
+				mods = append(mods, module{listeners: []*listener{{setting: s, addr: addrs[s]}}})
+			}
+			if err := openListeners(mods); err == nil || !strings.HasPrefix(err.Error(), failing+":") {
 				t.Fatalf("error %v, want one naming %s", err, failing)
 			}
 			for setting, addr := range addrs {
@@ -53,4 +54,17 @@ func freePort(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+func TestAdvertiseInternalFlagOverridesConfig(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen.AdvertiseInternal = "http://from-file:8081"
+	Options{}.override(cfg)
+	if cfg.Listen.AdvertiseInternal != "http://from-file:8081" {
+		t.Errorf("no flag: got %q", cfg.Listen.AdvertiseInternal)
+	}
+	Options{AdvertiseInternal: "http://10.1.2.3:8081"}.override(cfg)
+	if cfg.Listen.AdvertiseInternal != "http://10.1.2.3:8081" {
+		t.Errorf("flag: got %q", cfg.Listen.AdvertiseInternal)
+	}
 }

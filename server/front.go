@@ -1,0 +1,60 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"time"
+
+	"gitlab.com/edge/edge/config"
+)
+
+// newFront is the front door's own module: the public listener, its limits, the header policy
+// and the access log, and the drain's grace.
+func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
+	l := httpListener("listen.public", cfg.Listen.Public, phaseTraffic, d.front, limitedServer(cfg.Limits), d.log)
+	l.max, l.tls = cfg.Limits.MaxConnections, tlsConfig
+	restart := func(name string, same func(a, b *config.Config) bool) setting {
+		return setting{name: name, same: same}
+	}
+	// Access lines are batched (flushed every 100 ms and when the stage stops, after the
+	// listeners): a write per request cost more than the line itself.
+	stopAccess := func() {}
+	access := stage{name: "access log", phase: phaseOps,
+		start: func() error {
+			ctx, cancel := context.WithCancel(context.Background())
+			out := newLineBuffer(ctx, d.opts.Log, 100*time.Millisecond)
+			d.front.UseAccessLog(NewLogger(cfg.Log, out))
+			stopAccess = func() { cancel(); out.Flush() }
+			return nil
+		},
+		stop: func(context.Context) { stopAccess() }}
+	return module{name: "front",
+		settings: []setting{
+			restart("listen.public", func(a, b *config.Config) bool { return a.Listen.Public == b.Listen.Public }),
+			restart("limits.read_header_timeout", func(a, b *config.Config) bool { return a.Limits.ReadHeaderTimeout == b.Limits.ReadHeaderTimeout }),
+			restart("limits.max_header_bytes", func(a, b *config.Config) bool { return a.Limits.MaxHeaderBytes == b.Limits.MaxHeaderBytes }),
+			restart("limits.idle_timeout", func(a, b *config.Config) bool { return a.Limits.IdleTimeout == b.Limits.IdleTimeout }),
+			restart("limits.max_connections", func(a, b *config.Config) bool { return a.Limits.MaxConnections == b.Limits.MaxConnections }),
+			restart("log.level", func(a, b *config.Config) bool { return a.Log.Level == b.Log.Level }),
+			restart("log.format", func(a, b *config.Config) bool { return a.Log.Format == b.Log.Format }),
+			{name: "log.access", reload: true, same: func(a, b *config.Config) bool { return a.Log.AccessLog() == b.Log.AccessLog() }},
+		},
+		routes: func(cfg *config.Config, next *table) error {
+			next.routes.Headers.Trusted = cfg.Routing.TrustedPrefixes
+			next.routes.AccessLog = cfg.Log.AccessLog()
+			return nil
+		},
+		listeners: []*listener{l},
+		stages:    []stage{access},
+	}
+}
+
+// limitedServer is an HTTP server with the limits of listen.public and listen.internal.
+func limitedServer(l config.Limits) *http.Server {
+	return &http.Server{
+		ReadHeaderTimeout: l.ReadHeaderTimeout.Duration,
+		IdleTimeout:       l.IdleTimeout.Duration,
+		MaxHeaderBytes:    int(l.MaxHeaderBytes),
+	}
+}

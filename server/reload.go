@@ -1,0 +1,190 @@
+package server
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/config"
+)
+
+// reloader applies a changed config file: every module builds its routes of the new config, and
+// the whole table takes effect for new requests and agent connections without dropping any
+// connection. A bad file is refused with an error log line and the running config stays. A
+// changed setting that a module does not apply is named in a warning.
+type reloader struct {
+	opts       Options
+	edge       *edge
+	log        *slog.Logger
+	mu         sync.Mutex // guards current: the drain reads its grace
+	current    *config.Config
+	sum        [32]byte
+	generation prometheus.Gauge
+	reloads    *prometheus.CounterVec
+	hup        chan os.Signal
+	stopRun    context.CancelFunc
+	done       chan struct{}
+}
+
+func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, reg prometheus.Registerer) (*reloader, error) {
+	r := &reloader{
+		opts: opts, edge: e, log: log, current: cfg, done: make(chan struct{}),
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edge_config_generation",
+			Help: "How many configs this process has applied: 1 at start, +1 per successful reload.",
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_config_reloads_total",
+			Help: "Config reloads by result.",
+		}, []string{"result"}),
+	}
+	for _, c := range []prometheus.Collector{r.generation, r.reloads} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	r.generation.Set(1)
+	r.reloads.WithLabelValues("ok")
+	r.reloads.WithLabelValues("error")
+	return r, nil
+}
+
+// module is the reloader's own: the drain's grace, which a reload applies, and the stage that
+// watches the files.
+func (r *reloader) module() module {
+	return module{name: "reload",
+		settings: []setting{{name: "shutdown.grace", reload: true, same: func(a, b *config.Config) bool { return a.Shutdown.Grace == b.Shutdown.Grace }}},
+		stages: []stage{
+			// Taken first: SIGHUP's default action would end the process.
+			{name: "reload signal", phase: phaseOps,
+				start: func() error {
+					r.hup = make(chan os.Signal, 1)
+					signal.Notify(r.hup, syscall.SIGHUP)
+					r.sum, _ = r.watchedSum(r.current)
+					return nil
+				},
+				stop: func(context.Context) { signal.Stop(r.hup) }},
+			{name: "reload", phase: phaseReload,
+				start: func() error {
+					ctx, cancel := context.WithCancel(context.Background())
+					r.stopRun = cancel
+					go func() { defer close(r.done); r.run(ctx, 2*time.Second) }()
+					return nil
+				},
+				stop: func(context.Context) { r.stopRun(); <-r.done }}},
+	}
+}
+
+// watchedSum is a digest of the files whose change starts a reload: the config file, and the
+// files the modules' settings name (certificates and keys).
+func (r *reloader) watchedSum(cfg *config.Config) ([32]byte, error) {
+	h := sha256.New()
+	files := []string{r.opts.Path}
+	for _, m := range r.edge.modules {
+		for _, s := range m.settings {
+			if s.files != nil {
+				files = append(files, s.files(cfg)...)
+			}
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		s := sha256.Sum256(data)
+		h.Write(s[:])
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// run reloads on SIGHUP, and when a watched file's content changes, whether it was written in
+// place or replaced by a rename (as Kubernetes ConfigMap volumes do): it is read again by path
+// each time.
+func (r *reloader) run(ctx context.Context, poll time.Duration) {
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.hup:
+			r.reload("SIGHUP")
+		case <-tick.C:
+			r.mu.Lock()
+			current := r.current
+			r.mu.Unlock()
+			sum, err := r.watchedSum(current)
+			if err != nil {
+				continue // mid-swap, or gone: the next tick or a SIGHUP tells
+			}
+			if !bytes.Equal(sum[:], r.sum[:]) {
+				r.reload("file changed")
+			}
+		}
+	}
+}
+
+func (r *reloader) reload(why string) {
+	log := r.log.With("config", r.opts.Path, "trigger", why)
+	cfg, err := r.opts.Load()
+	// The digest of what was read, whatever came of it: a bad file is not retried until it changes.
+	r.sum, _ = r.watchedSum(cmp.Or(cfg, r.current))
+	var next *table
+	if err == nil {
+		next, err = r.edge.routes(cfg)
+	}
+	if err == nil {
+		err = r.edge.apply(next)
+	}
+	if err != nil {
+		r.reloads.WithLabelValues("error").Inc()
+		log.Error("config reload refused; the running config stays", "error", err)
+		return
+	}
+	changed, restart := verdict(r.edge.modules, r.current, cfg)
+	for _, name := range restart {
+		log.Warn("setting changed but needs a restart; the running value stays", "setting", name)
+	}
+	r.mu.Lock()
+	r.current = cfg
+	r.mu.Unlock()
+	r.generation.Inc()
+	r.reloads.WithLabelValues("ok").Inc()
+	log.Info("config reloaded", "cells", len(cfg.Cells), "changed", changed)
+}
+
+// verdict is the modules' answer to a new config: every setting that changed, and of those the
+// ones that need a restart.
+func verdict(mods []module, old, next *config.Config) (changed, restart []string) {
+	for _, m := range mods {
+		for _, s := range m.settings {
+			if s.same(old, next) {
+				continue
+			}
+			changed = append(changed, s.name)
+			if !s.reload {
+				restart = append(restart, s.name)
+			}
+		}
+	}
+	return changed, restart
+}
+
+// grace is shutdown.grace of the config in force.
+func (r *reloader) grace() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current.Shutdown.Grace.Duration
+}

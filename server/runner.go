@@ -1,0 +1,163 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/tokens"
+)
+
+// LoadConfig reads and validates a config; problems are usage errors (exit 2).
+func LoadConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			return nil, cli.UsageError{Err: fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
+		}
+		return nil, cli.UsageError{Err: err}
+	}
+	return cfg, nil
+}
+
+// runner is runner and job traffic: the cells, the token rules and the routing limits, with the
+// metrics and learned job ids that outlive a reload (what was learned stays learned).
+type runner struct {
+	metrics *proxy.Metrics
+	learned *discovery.LearnedJobs
+	log     *slog.Logger
+}
+
+func newRunner(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*runner, error) {
+	m, err := proxy.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{
+		metrics: m,
+		learned: discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
+		log:     log,
+	}, nil
+}
+
+func (r *runner) module() module {
+	return module{name: "runner",
+		settings: []setting{
+			{name: "cells", reload: true, same: func(a, b *config.Config) bool { return config.SameCells(a.Cells, b.Cells) }},
+			{name: "routing", reload: true, same: func(a, b *config.Config) bool { return config.SameRouting(a.Routing, b.Routing) }},
+			{name: "tokens", reload: true, same: func(a, b *config.Config) bool { return config.SameTokens(a.Tokens, b.Tokens) }},
+		},
+		routes: func(cfg *config.Config, next *table) error {
+			p, err := r.proxy(cfg)
+			next.routes.Runner = p
+			return err
+		},
+	}
+}
+
+// proxy builds the runner proxy of one config: cells, token keys, classify, limits.
+func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
+	cells, err := buildCells(cfg.Cells)
+	if err != nil {
+		return nil, cli.UsageError{Err: err}
+	}
+	opts := proxy.Options{
+		Cells:           cells,
+		RejectInvalid:   cfg.Tokens.JobJWT.OnInvalid == config.OnInvalidReject,
+		BodyTokenLimit:  int64(cfg.Routing.BodyTokenLimit),
+		BodyReadTimeout: cfg.Limits.ReadHeaderTimeout.Duration,
+		LongPollTimeout: cfg.Routing.LongPollTimeout.Duration,
+		UpstreamTimeout: cfg.Routing.UpstreamTimeout.Duration,
+		DialTimeout:     cfg.Routing.DialTimeout.Duration,
+		Learned:         r.learned,
+		Log:             r.log,
+		Metrics:         r.metrics,
+	}
+	switch j := cfg.Tokens.JobJWT; {
+	case !j.Enabled:
+		// No tokens.job_jwt section: the job-JWT rule is off (the startup line says so).
+	case j.Verify:
+		v, err := jobVerifier(cfg.Tokens)
+		if err != nil {
+			return nil, cli.UsageError{Err: err}
+		}
+		opts.Verifier = v
+	default:
+		opts.RouteUnverified = true
+	}
+	if cfg.Routing.ClassifyURL != "" {
+		c, err := discovery.NewClassifier(discovery.ClassifierOptions{
+			URL:     cfg.Routing.ClassifyURL,
+			Timeout: cfg.Routing.ClassifyTimeout.Duration,
+			Log:     r.log,
+		})
+		if err != nil {
+			return nil, cli.UsageError{Err: fmt.Errorf("routing.classify_url: %w", err)}
+		}
+		opts.Classifier = c
+	}
+	return proxy.New(opts)
+}
+
+func buildCells(in []config.Cell) (*discovery.Cells, error) {
+	out := make([]discovery.Cell, 0, len(in))
+	for i, c := range in {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("cells[%d].url: %w", i, err)
+		}
+		cell := discovery.Cell{ID: c.ID, URL: u, Legacy: c.Legacy, PreserveHost: c.KeepsHost()}
+		for _, r := range c.Ranges {
+			cell.Ranges = append(cell.Ranges, discovery.IDRange{Lo: r.Lo, Hi: r.Hi})
+		}
+		out = append(out, cell)
+	}
+	return discovery.NewCells(out)
+}
+
+func jobVerifier(t config.Tokens) (*tokens.Verifier, error) {
+	keys, err := verificationKeys("tokens.job_jwt.keys", t.JobJWT.Keys)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.JobJWT.JWKS) > 0 {
+		jwks, err := tokens.ParseJWKS(t.JobJWT.JWKS)
+		if err != nil {
+			return nil, fmt.Errorf("tokens.job_jwt.jwks_file: %w", err)
+		}
+		keys = append(keys, jwks...)
+	}
+	return tokens.NewVerifier(tokens.VerifierOptions{
+		Keys:      keys,
+		Issuer:    t.JobJWT.Issuer,
+		Audience:  t.JobJWT.Audience,
+		CacheSize: t.CacheSize,
+	})
+}
+
+// verificationKeys is the one conversion of configured keys (config.KeyRef) into the keys
+// tokens verifies with: a shared secret as it was read for HS*, a parsed public key otherwise.
+// path names the keys in errors, e.g. "agents.keys".
+func verificationKeys(path string, refs []config.KeyRef) ([]tokens.Key, error) {
+	var keys []tokens.Key
+	for i, k := range refs {
+		if k.IsHMAC() {
+			keys = append(keys, tokens.Key{ID: k.KID, Algorithm: k.Alg, Public: k.PEM})
+			continue
+		}
+		key, err := tokens.ParsePublicKeyPEM(k.KID, k.Alg, k.PEM)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", path, i, err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}

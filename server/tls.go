@@ -1,0 +1,111 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sync/atomic"
+
+	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/cli"
+)
+
+// publicTLS is the public listener's TLS: a static certificate (tls.static), which a reload
+// swaps for new handshakes, or certificates from ACME; and the plain-HTTP listener
+// (tls.redirect_http) that answers HTTP-01 challenges and redirects the rest to HTTPS.
+type publicTLS struct {
+	static   atomic.Pointer[tls.Certificate]
+	acme     *acmeManager // nil without tls.acme
+	on       bool
+	redirect *listener
+}
+
+func newTLS(cfg *config.Config, d deps, ws *workspaces) (*publicTLS, error) {
+	t := &publicTLS{on: cfg.TLS != nil}
+	var err error
+	if t.acme, err = newACME(cfg, ws, d.log, d.reg); err != nil {
+		return nil, err
+	}
+	addr := ""
+	if cfg.TLS != nil {
+		addr = cfg.TLS.RedirectHTTP
+	}
+	t.redirect = httpListener("tls.redirect_http", addr, phaseTraffic, redirectHandler(cfg.Listen.Public, t.acme),
+		&http.Server{ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout.Duration, IdleTimeout: cfg.Limits.IdleTimeout.Duration}, d.log)
+	return t, nil
+}
+
+func (t *publicTLS) module() module {
+	m := module{name: "tls",
+		settings: []setting{
+			{name: "tls", same: func(a, b *config.Config) bool {
+				return (a.TLS == nil) == (b.TLS == nil) && (a.TLS == nil || (a.TLS.ACME == nil) == (b.TLS.ACME == nil))
+			}},
+			{name: "tls.acme", same: func(a, b *config.Config) bool {
+				return a.TLS == nil || b.TLS == nil || a.TLS.ACME == nil || b.TLS.ACME == nil || reflect.DeepEqual(*a.TLS.ACME, *b.TLS.ACME)
+			}},
+			{name: "tls.redirect_http", same: func(a, b *config.Config) bool {
+				return a.TLS == nil || b.TLS == nil || a.TLS.RedirectHTTP == b.TLS.RedirectHTTP
+			}},
+			{name: "tls.static", reload: true, same: func(a, b *config.Config) bool {
+				x, y := staticOf(a), staticOf(b)
+				return (x == nil) == (y == nil) && (x == nil || bytes.Equal(x.CertPEM, y.CertPEM) && bytes.Equal(x.KeyPEM, y.KeyPEM))
+			}, files: func(c *config.Config) []string {
+				if s := staticOf(c); s != nil {
+					return []string{s.CertFile, s.KeyFile}
+				}
+				return nil
+			}},
+		},
+		routes:    t.routes,
+		listeners: []*listener{t.redirect},
+	}
+	if t.acme != nil {
+		m.stages = t.acme.stages()
+	}
+	return m
+}
+
+func staticOf(c *config.Config) *config.StaticTLS {
+	if c.TLS == nil {
+		return nil
+	}
+	return c.TLS.Static
+}
+
+// routes reads the static certificate of one config; new handshakes get it once in force.
+func (t *publicTLS) routes(cfg *config.Config, next *table) error {
+	s := staticOf(cfg)
+	if s == nil {
+		return nil
+	}
+	c, err := tls.X509KeyPair(s.CertPEM, s.KeyPEM)
+	if err != nil {
+		return cli.UsageError{Err: fmt.Errorf("tls.static: %w", err)}
+	}
+	next.onApply(func() { t.static.Store(&c) })
+	return nil
+}
+
+// config is the public listener's TLS config; nil: plain HTTP. Both serve HTTP/2 and HTTP/1.1
+// (WebSockets and the agents' tunnel upgrade need HTTP/1.1; clients that offer both choose).
+func (t *publicTLS) config() *tls.Config {
+	switch {
+	case t.acme != nil:
+		return t.acme.tlsConfig()
+	case t.on:
+		return &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"h2", "http/1.1"},
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return t.static.Load(), nil
+			},
+		}
+	}
+	return nil
+}
+
+var _ = context.Background
