@@ -14,9 +14,6 @@ import (
 func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 	l := httpListener("listen.public", cfg.Listen.Public, phaseTraffic, d.front, limitedServer(cfg.Limits), d.log)
 	l.max, l.tls = cfg.Limits.MaxConnections, tlsConfig
-	restart := func(name string, same func(a, b *config.Config) bool) setting {
-		return setting{name: name, same: same}
-	}
 	// Access lines are batched (flushed every 100 ms and when the stage stops, after the
 	// listeners): a write per request cost more than the line itself.
 	stopAccess := func() {}
@@ -31,13 +28,13 @@ func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 		stop: func(context.Context) { stopAccess() }}
 	return module{name: "front",
 		settings: []setting{
-			restart("listen.public", func(a, b *config.Config) bool { return a.Listen.Public == b.Listen.Public }),
-			restart("limits.read_header_timeout", func(a, b *config.Config) bool { return a.Limits.ReadHeaderTimeout == b.Limits.ReadHeaderTimeout }),
-			restart("limits.max_header_bytes", func(a, b *config.Config) bool { return a.Limits.MaxHeaderBytes == b.Limits.MaxHeaderBytes }),
-			restart("limits.idle_timeout", func(a, b *config.Config) bool { return a.Limits.IdleTimeout == b.Limits.IdleTimeout }),
-			restart("limits.max_connections", func(a, b *config.Config) bool { return a.Limits.MaxConnections == b.Limits.MaxConnections }),
-			restart("log.level", func(a, b *config.Config) bool { return a.Log.Level == b.Log.Level }),
-			restart("log.format", func(a, b *config.Config) bool { return a.Log.Format == b.Log.Format }),
+			{name: "listen.public", same: func(a, b *config.Config) bool { return a.Listen.Public == b.Listen.Public }},
+			{name: "limits.read_header_timeout", same: func(a, b *config.Config) bool { return a.Limits.ReadHeaderTimeout == b.Limits.ReadHeaderTimeout }},
+			{name: "limits.max_header_bytes", same: func(a, b *config.Config) bool { return a.Limits.MaxHeaderBytes == b.Limits.MaxHeaderBytes }},
+			{name: "limits.idle_timeout", same: func(a, b *config.Config) bool { return a.Limits.IdleTimeout == b.Limits.IdleTimeout }},
+			{name: "limits.max_connections", same: func(a, b *config.Config) bool { return a.Limits.MaxConnections == b.Limits.MaxConnections }},
+			{name: "log.level", same: func(a, b *config.Config) bool { return a.Log.Level == b.Log.Level }},
+			{name: "log.format", same: func(a, b *config.Config) bool { return a.Log.Format == b.Log.Format }},
 			{name: "log.access", reload: true, same: func(a, b *config.Config) bool { return a.Log.AccessLog() == b.Log.AccessLog() }},
 		},
 		routes: func(cfg *config.Config, next *table) error {

@@ -4,8 +4,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-
-	"gitlab.com/edge/edge/config"
 )
 
 // TestOpenListenersClosesOnFailure: when a later listener cannot be opened, every one opened
@@ -54,17 +52,4 @@ func freePort(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-func TestAdvertiseInternalFlagOverridesConfig(t *testing.T) {
-	cfg := config.Default()
-	cfg.Listen.AdvertiseInternal = "http://from-file:8081"
-	Options{}.override(cfg)
-	if cfg.Listen.AdvertiseInternal != "http://from-file:8081" {
-		t.Errorf("no flag: got %q", cfg.Listen.AdvertiseInternal)
-	}
-	Options{AdvertiseInternal: "http://10.1.2.3:8081"}.override(cfg)
-	if cfg.Listen.AdvertiseInternal != "http://10.1.2.3:8081" {
-		t.Errorf("flag: got %q", cfg.Listen.AdvertiseInternal)
-	}
 }

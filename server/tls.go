@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
@@ -107,5 +106,3 @@ func (t *publicTLS) config() *tls.Config {
 	}
 	return nil
 }
-
-var _ = context.Background

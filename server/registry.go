@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/tunnel"
+)
+
+// registryEvent is a tunnel connecting or going, for the registry.
+type registryEvent struct {
+	info      discovery.ConnInfo
+	connected bool
+}
+
+// openRegistry makes the agent registry: in memory, or in Redis (registry) when several edges
+// share the agents. Nothing connects before the registry stage starts.
+func (a *agents) openRegistry(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) error {
+	opts := discovery.RegistryOptions{Self: cfg.Listen.AdvertiseInternal, Registerer: reg}
+	if r := cfg.Registry; r != nil {
+		opts.TTL, opts.Refresh = r.TTL.Duration, r.Refresh.Duration
+		redis.SetLogger(redisLogger{log})
+		a.redis = redis.NewUniversalClient(&redis.UniversalOptions{
+			Addrs: r.Redis.Addresses(), MasterName: r.Redis.MasterName, Username: r.Redis.Username,
+			Password: string(r.Redis.Password), DB: r.Redis.DB,
+			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+		})
+		rr, err := discovery.NewRedisRegistry(a.redis, discovery.RedisOptions{RegistryOptions: opts, KeyPrefix: r.Redis.KeyPrefix}, log)
+		if err != nil {
+			return cli.UsageError{Err: fmt.Errorf("registry: %w", err)}
+		}
+		a.registry = rr
+	} else {
+		mr, err := discovery.NewMemoryRegistry(discovery.NewMemoryStore(), opts, log)
+		if err != nil {
+			return err
+		}
+		a.registry = mr
+	}
+	return nil
+}
+
+func connInfo(c *tunnel.Conn) discovery.ConnInfo {
+	i := c.Info()
+	return discovery.ConnInfo{
+		AgentID: i.AgentID, ProjectID: i.ProjectID, ConnectionID: i.ConnectionID,
+		Version: i.Version, Commit: i.Commit, PodNamespace: i.PodNamespace, PodName: i.PodName,
+		ConnectedAt: i.ConnectedAt.UTC(),
+	}
+}
+
+// run keeps the registry in step with the tunnels, in connect order, off the request path,
+// until stopRegistry.
+func (a *agents) run() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopRun = cancel
+	a.running.Go(func() {
+		if err := a.registry.Run(ctx); err != nil {
+			a.log.Error("registry stopped", "error", err)
+		}
+	})
+	a.running.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-a.events:
+				var err error
+				if ev.connected {
+					err = a.registry.Register(ctx, ev.info)
+				} else {
+					err = a.registry.Unregister(ctx, ev.info)
+				}
+				if err != nil {
+					a.log.Warn("registry write failed; kept locally and retried by the refresh loop",
+						"agent_id", ev.info.AgentID, "connected", ev.connected, "error", err)
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// drainRegistry is the first step of a drain: other edges stop sending here, and requests
+// waiting for an agent get 503.
+func (a *agents) drainRegistry(ctx context.Context) {
+	close(a.draining)
+	if err := a.registry.Drain(ctx); err != nil {
+		a.log.Warn("registry drain", "error", err)
+	}
+}
+
+// stopRegistry stops the registry's loops and then closes its Redis client.
+func (a *agents) stopRegistry() {
+	if a.stopRun != nil {
+		a.stopRun()
+	}
+	a.running.Wait()
+	if a.redis != nil {
+		a.redis.Close()
+	}
+}
+
+// redisLogger sends go-redis's own messages (dial failures while Redis is down) to the structured
+// log instead of standard error. go-redis keeps its logger in a package variable, so only this
+// package sets it.
+type redisLogger struct{ log *slog.Logger }
