@@ -85,60 +85,14 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	authzFile, sshListen, sshKeys := demoWorkspaces, "", ""
-	if sshd != nil {
-		entry, users := sshd.authorizerEntry()
-		authzFile = "workspaces:\n  - name: demo\n    agent_id: demo-agent\n    users: [demo]\n" + entry + users
-		sshListen = fmt.Sprintf(", ssh: %q", *sshAddr)
-		sshKeys = fmt.Sprintf("  ssh: {host_key_file: %q, client_key_file: %q}\n", sshd.edgeKeyFile, sshd.clientKeyFile)
-	}
-	cfgPath := filepath.Join(dir, "edge.yaml")
-	yaml := fmt.Sprintf(`# edge demo config, written by the demo (make demo)
-listen: {public: %[1]q, ops: %[2]q%[9]s}
-cells:
-  - {id: 1, url: %[3]q, legacy: true, id_ranges: ["1-1999999"]}
-  - {id: 2, url: %[4]q, id_ranges: ["2000000-3999999"]}
-tokens:
-  job_jwt:
-    keys: [{kid: demo, alg: ES256, file: jwt.pub}]
-    issuer: "https://gitlab.demo"
-agents:
-  keys: [{alg: HS256, file: agent.key}]
-  wait: %[5]s
-gitlab_api: {secret_file: gitlab-api.key}
-workspaces:
-  domain: %[6]s
-  insecure_http: true    # the demo is plain HTTP on loopback; never in production
-  oidc: {issuer: %[7]q, client_id: edge, client_secret_file: oidc.secret, redirect_url: %[8]q}
-  authorizer: {file: workspaces.yaml}
-  session: {key_file: session.key, recheck: 10s}
-%[10]sshutdown: {grace: 2s}
-log: {level: warn, format: text}
-`, *public, *ops, cell1.url, cell2.url, demoAgentWait, demoDomain, login.Issuer, redirect, sshListen, sshKeys)
-	agentKey, apiKey := demoSecret(), demoSecret()
-	files := map[string][]byte{"agent.key": agentKey, "gitlab-api.key": apiKey, "session.key": demoSecret(),
-		"oidc.secret": []byte(login.ClientSecret), "workspaces.yaml": []byte(authzFile)}
-	for name, secret := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), secret, 0o600); err != nil {
-			return err
-		}
-	}
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
-		return err
-	}
-	tok2, err := mintDemoRoutable(tokens.Keys{}.Set(tokens.KeyCell, 2).Set(tokens.KeyOrganization, 1))
+	cfgPath, agentKey, apiKey, err := writeDemoConfig(dir, demoConfig{public: *public, ops: *ops, ssh: *sshAddr,
+		cells: [2]string{cell1.url, cell2.url}, issuer: login.Issuer, clientSecret: login.ClientSecret, redirect: redirect}, sshd)
 	if err != nil {
 		return err
 	}
-	jobID, err := cell2.AddJob()
+	tok2, jobID, err := seedDemoCell(cell2)
 	if err != nil {
 		return err
-	}
-	if err := cell2.PutArtifact(jobID, []byte("demo artifacts")); err != nil {
-		return err
-	}
-	for _, t := range []string{tok2} {
-		cell2.AcceptToken(t)
 	}
 	// The commands printed run edge as the demo was run: with go run (make demo), or the binary.
 	self := edgePath
@@ -187,6 +141,73 @@ log: {level: warn, format: text}
 		return nil // stopped by Ctrl-C or SIGTERM, drained
 	}
 	return fmt.Errorf("edge serve: %w", err)
+}
+
+// demoConfig is what the demo's edge.yaml names: the addresses, the cells and the login.
+type demoConfig struct {
+	public, ops, ssh               string
+	cells                          [2]string
+	issuer, clientSecret, redirect string
+}
+
+// writeDemoConfig writes edge.yaml and the files it names into dir; it returns the config's path
+// and the agent and API-for-GitLab secrets the demo mints with.
+func writeDemoConfig(dir string, c demoConfig, sshd *demoSSH) (cfgPath string, agentKey, apiKey []byte, err error) {
+	authzFile, sshListen, sshKeys := demoWorkspaces, "", ""
+	if sshd != nil {
+		entry, users := sshd.authorizerEntry()
+		authzFile = "workspaces:\n  - name: demo\n    agent_id: demo-agent\n    users: [demo]\n" + entry + users
+		sshListen = fmt.Sprintf(", ssh: %q", c.ssh)
+		sshKeys = fmt.Sprintf("  ssh: {host_key_file: %q, client_key_file: %q}\n", sshd.edgeKeyFile, sshd.clientKeyFile)
+	}
+	cfgPath = filepath.Join(dir, "edge.yaml")
+	yaml := fmt.Sprintf(`# edge demo config, written by the demo (make demo)
+listen: {public: %[1]q, ops: %[2]q%[9]s}
+cells:
+  - {id: 1, url: %[3]q, legacy: true, id_ranges: ["1-1999999"]}
+  - {id: 2, url: %[4]q, id_ranges: ["2000000-3999999"]}
+tokens:
+  job_jwt:
+    keys: [{kid: demo, alg: ES256, file: jwt.pub}]
+    issuer: "https://gitlab.demo"
+agents:
+  keys: [{alg: HS256, file: agent.key}]
+  wait: %[5]s
+gitlab_api: {secret_file: gitlab-api.key}
+workspaces:
+  domain: %[6]s
+  insecure_http: true    # the demo is plain HTTP on loopback; never in production
+  oidc: {issuer: %[7]q, client_id: edge, client_secret_file: oidc.secret, redirect_url: %[8]q}
+  authorizer: {file: workspaces.yaml}
+  session: {key_file: session.key, recheck: 10s}
+%[10]sshutdown: {grace: 2s}
+log: {level: warn, format: text}
+`, c.public, c.ops, c.cells[0], c.cells[1], demoAgentWait, demoDomain, c.issuer, c.redirect, sshListen, sshKeys)
+	agentKey, apiKey = demoSecret(), demoSecret()
+	files := map[string][]byte{"agent.key": agentKey, "gitlab-api.key": apiKey, "session.key": demoSecret(),
+		"oidc.secret": []byte(c.clientSecret), "workspaces.yaml": []byte(authzFile), "edge.yaml": []byte(yaml)}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	return cfgPath, agentKey, apiKey, nil
+}
+
+// seedDemoCell gives cell 2 a routable token it accepts and a job with artifacts to fetch.
+func seedDemoCell(cell *demoCell) (token string, jobID uint64, err error) {
+	token, err = mintDemoRoutable(tokens.Keys{}.Set(tokens.KeyCell, 2).Set(tokens.KeyOrganization, 1))
+	if err != nil {
+		return "", 0, err
+	}
+	if jobID, err = cell.AddJob(); err != nil {
+		return "", 0, err
+	}
+	if err := cell.PutArtifact(jobID, []byte("demo artifacts")); err != nil {
+		return "", 0, err
+	}
+	cell.AcceptToken(token)
+	return token, jobID, nil
 }
 
 // findEdge returns the absolute path of the edge binary: the one given, or edge next to this
