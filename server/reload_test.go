@@ -1,13 +1,10 @@
 package server
 
 import (
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/config"
 )
@@ -85,10 +82,7 @@ func TestReloadVerdict(t *testing.T) {
 		{"aggregation on", edit(9, "aggregation: {auth: {tokens_file: gitlab.key}, clusters: [{name: a, server: \"https://127.0.0.1:6443\", token_file: gitlab.key, insecure_skip_verify: true}]}"), "aggregation", "aggregation"},
 	}
 	old := load(base)
-	e, err := build(old, Options{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := buildFile(t, filepath.Join(dir, "edge.yaml"))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next := load(tt.src)
@@ -108,14 +102,7 @@ func TestReloadVerdict(t *testing.T) {
 // Every setting is one module's: a name owned twice would be warned about twice, or applied by
 // one module and refused by another.
 func TestSettingsOwnedOnce(t *testing.T) {
-	cfg, err := config.Load("../examples/edge.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := build(cfg, Options{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := buildFile(t, "../examples/edge.yaml")
 	owner := map[string]string{}
 	for _, m := range e.modules {
 		for _, s := range m.settings {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"gitlab.com/edge/edge/config"
 )
 
@@ -28,14 +26,7 @@ func TestAdvertiseInternalFlagOverridesConfig(t *testing.T) {
 // the traffic listeners start after the registry and tunnels they need, readiness stops (503)
 // before the registry drain, and the reload watcher stops first.
 func TestStageOrder(t *testing.T) {
-	cfg, err := config.Load("../examples/workspaces.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := build(cfg, Options{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := buildFile(t, "../examples/workspaces.yaml")
 	var names []string
 	for _, s := range ordered(e.modules, nil, slog.New(slog.DiscardHandler)) {
 		names = append(names, s.name)
