@@ -39,9 +39,50 @@ func (p *Proxy) watch(w http.ResponseWriter, r *http.Request, req request, user 
 	done := p.watches.add(names, cancel)
 	defer done()
 
+	bodies, global, warnings, err := p.openWatches(ctx, r, req, user, rv, special)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	for _, warn := range warnings {
+		w.Header().Add("Warning", `299 - "`+warn+`; this watch lacks its events"`)
+	}
+	p.metrics.watchOpened()
+	defer p.metrics.watchClosed()
+	events := p.readEvents(ctx, bodies)
+	p.startStream(w)
+	for {
+		var ev event
+		select {
+		case ev = <-events:
+		case <-ctx.Done():
+			return
+		}
+		if ev.err != nil {
+			if !errors.Is(ev.err, io.EOF) && ctx.Err() == nil {
+				p.log.Info("member watch stream broke; ending the watch", "member", ev.member, "error", ev.err)
+			}
+			return
+		}
+		if ev.Type == "ERROR" {
+			p.writeEvent(w, ev.Type, ev.Object)
+			return
+		}
+		if v := objectRV(ev.Object); v != "" {
+			global[ev.member] = v
+		}
+		p.writeEvent(w, ev.Type, stampEvent(ev.Object, ev.member, global.encode()))
+	}
+}
+
+// openWatches opens the watch of every member at its own resourceVersion (from the global one
+// unless special), and returns their bodies (nil for a member left out), the global version they
+// start from, and, with member_down: partial, a warning per unreachable member. On any other
+// failure every body opened is closed again.
+func (p *Proxy) openWatches(ctx context.Context, r *http.Request, req request, user User, rv globalRV, special bool) ([]io.ReadCloser, globalRV, []string, error) {
+	q := r.URL.Query()
 	bodies := make([]io.ReadCloser, len(p.sorted))
 	global := globalRV{}
-	var warnings []string
 	var wg sync.WaitGroup
 	errs := make([]error, len(p.sorted))
 	for i, m := range p.sorted {
@@ -70,7 +111,8 @@ func (p *Proxy) watch(w http.ResponseWriter, r *http.Request, req request, user 
 		})
 	}
 	wg.Wait()
-	for i, err := range errs {
+	var warnings []string
+	for _, err := range errs {
 		if err == nil {
 			continue
 		}
@@ -83,15 +125,14 @@ func (p *Proxy) watch(w http.ResponseWriter, r *http.Request, req request, user 
 				b.Close()
 			}
 		}
-		_ = i
-		p.fail(w, err)
-		return
+		return nil, nil, nil, err
 	}
-	for _, warn := range warnings {
-		w.Header().Add("Warning", `299 - "`+warn+`; this watch lacks its events"`)
-	}
-	p.metrics.watchOpened()
-	defer p.metrics.watchClosed()
+	return bodies, global, warnings, nil
+}
+
+// readEvents decodes every member's stream into one channel, each event named by its member,
+// until a stream ends (an event with err) or ctx does.
+func (p *Proxy) readEvents(ctx context.Context, bodies []io.ReadCloser) <-chan event {
 	events := make(chan event)
 	for i, b := range bodies {
 		if b == nil {
@@ -116,29 +157,7 @@ func (p *Proxy) watch(w http.ResponseWriter, r *http.Request, req request, user 
 			}
 		}()
 	}
-	p.startStream(w)
-	for {
-		var ev event
-		select {
-		case ev = <-events:
-		case <-ctx.Done():
-			return
-		}
-		if ev.err != nil {
-			if !errors.Is(ev.err, io.EOF) && ctx.Err() == nil {
-				p.log.Info("member watch stream broke; ending the watch", "member", ev.member, "error", ev.err)
-			}
-			return
-		}
-		if ev.Type == "ERROR" {
-			p.writeEvent(w, ev.Type, ev.Object)
-			return
-		}
-		if v := objectRV(ev.Object); v != "" {
-			global[ev.member] = v
-		}
-		p.writeEvent(w, ev.Type, stampEvent(ev.Object, ev.member, global.encode()))
-	}
+	return events
 }
 
 func (p *Proxy) startStream(w http.ResponseWriter) {
