@@ -14,6 +14,7 @@ type Config struct {
 	Listen      Listen       `yaml:"listen"`
 	TLS         *TLS         `yaml:"tls"`
 	Cells       []Cell       `yaml:"cells"`
+	Health      *HealthCheck `yaml:"health"` // defaults of cells[].health; nil: cells without their own are not checked
 	Routing     Routing      `yaml:"routing"`
 	Limits      Limits       `yaml:"limits"`
 	Tokens      Tokens       `yaml:"tokens"`
@@ -40,11 +41,14 @@ type Listen struct {
 type Cell struct {
 	ID       uint64    `yaml:"id"`
 	URL      string    `yaml:"url"`
+	URLs     []string  `yaml:"urls"` // several addresses of one cell, instead of url
 	Legacy   bool      `yaml:"legacy"`
 	IDRanges []string  `yaml:"id_ranges"`
 	Ranges   []IDRange `yaml:"-"` // parsed from IDRanges by Validate
 	// PreserveHost: whether the cell sees the client's Host header (nil: yes; see KeepsHost).
 	PreserveHost *bool `yaml:"preserve_host"`
+	// Health is the cell's own active check over the top-level health block (see CellHealth).
+	Health *HealthCheck `yaml:"health"`
 }
 
 // KeepsHost tells whether requests reach the cell with the Host header the client sent, rather

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -12,8 +13,22 @@ import (
 // the same key in it, or "10.0.0.1" become "10.0.0.1/32", is no difference). Which differences
 // a reload applies is the server's modules' business, not this package's.
 
-// SameCells: the cells, their ranges and host rule, in order.
+// SameCells: the cells, their addresses, ranges and host rule, in order.
 func SameCells(a, b []Cell) bool { return slices.EqualFunc(a, b, sameCell) }
+
+// SameHealth: every cell's health check as it applies (its own over the health block), by cell.
+func SameHealth(a, b *Config) bool {
+	checks := func(c *Config) map[uint64]HealthCheck {
+		out := map[uint64]HealthCheck{}
+		for i, cell := range c.Cells {
+			if h := c.CellHealth(i); h != nil {
+				out[cell.ID] = *h
+			}
+		}
+		return out
+	}
+	return maps.Equal(checks(a), checks(b))
+}
 
 // SamePeers: internal.peers as a set.
 func SamePeers(a, b Internal) bool { return slices.Equal(peersMeaning(a), peersMeaning(b)) }
@@ -52,7 +67,7 @@ func SameInternalTLS(a, b Internal) bool {
 // from (file names, the strings parsed values were parsed from), with empty byte slices as nil.
 
 func sameCell(a, b Cell) bool {
-	return a.ID == b.ID && a.URL == b.URL && a.Legacy == b.Legacy && a.KeepsHost() == b.KeepsHost() &&
+	return a.ID == b.ID && slices.Equal(a.Addresses(), b.Addresses()) && a.Legacy == b.Legacy && a.KeepsHost() == b.KeepsHost() &&
 		slices.Equal(a.Ranges, b.Ranges)
 }
 

@@ -23,6 +23,7 @@ func (c *Config) Validate() error {
 func (c *Config) validate(ch *checker) {
 	c.validateListen(ch)
 	c.validateCells(ch)
+	c.validateHealth(ch)
 	c.Routing.validate(ch)
 	c.Limits.validate(ch)
 	c.Tokens.validate(ch)
@@ -97,9 +98,11 @@ func (c *Config) validateCells(ch *checker) {
 		} else {
 			ids[cell.ID] = i
 		}
-		if requireURL(ch, p+".url", cell.URL) {
-			key := urlKey(cell.URL)
-			if j, dup := urls[key]; dup {
+		for _, u := range validateCellURLs(ch, p, *cell) {
+			key := urlKey(u)
+			if j, dup := urls[key]; dup && j == i {
+				ch.add(p+".urls", "%s is listed twice", u)
+			} else if dup {
 				ch.add(p+".url", "same URL as cells[%d]", j)
 			} else {
 				urls[key] = i

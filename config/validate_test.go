@@ -57,6 +57,16 @@ func TestProblems(t *testing.T) {
 		{"id range hex", []string{"cells:", `  - {id: 1, url: "http://a", legacy: true, id_ranges: ["0x1-0x5"]}`}, "cells[0].id_ranges[0]", 2, "decimal"},
 		{"id range reversed", []string{"cells:", "  - id: 1", "    url: http://a", "    legacy: true", "    id_ranges:", `      - "1-5"`, `      - "9-7"`}, "cells[0].id_ranges[1]", 7, "9 is greater than 7"},
 
+		{"url and urls", []string{"cells:", `  - {id: 1, url: "http://a", urls: ["http://b"], legacy: true}`}, "cells[0].urls", 2, "set url or urls, not both"},
+		{"urls relative", []string{"cells:", `  - {id: 1, urls: ["http://a", "b:1"], legacy: true}`}, "cells[0].urls[1]", 2, "must be an absolute http(s) URL"},
+		{"urls paths differ", []string{"cells:", `  - {id: 1, urls: ["http://a/x", "http://b/y"], legacy: true}`}, "cells[0].urls[1]", 2, `path "/y" differs from "/x"`},
+		{"urls twice", []string{"cells:", `  - {id: 1, urls: ["http://a", "HTTP://a:80/"], legacy: true}`}, "cells[0].urls", 2, "listed twice"},
+		{"urls of another cell", with(`  - {id: 2, urls: ["http://b", "http://127.0.0.1:3001"]}`), "cells[1].url", 4, "same URL as cells[0]"},
+		{"health timeout over interval", with("health: {interval: 1s, timeout: 2s}"), "health.timeout", 4, "must not be longer than the interval"},
+		{"health path relative", with("health: {path: readiness}"), "health.path", 4, "must be an absolute path"},
+		{"cell health over block", with(`  - {id: 2, url: "http://b", health: {timeout: 11s}}`, "health: {interval: 10s}"), "cells[1].health.timeout", 4, "must not be longer than the interval (10s)"},
+		{"health negative", with("health: {healthy_after: -1}"), "health.healthy_after", 4, "must be at least 1"},
+
 		{"listen public bad", with("listen:", `  public: "8080"`), "listen.public", 5, `"8080" must be host:port`},
 		{"listen ops bad port", with("listen:", `  ops: "127.0.0.1:99999"`), "listen.ops", 5, "must be host:port"},
 		{"listen public empty", with("listen:", `  public: ""`), "listen.public", 5, "required"},

@@ -12,19 +12,24 @@ type IDRange struct{ Lo, Hi uint64 }
 
 // Cell is one GitLab cell. Callers must not modify a *Cell returned by Cells.
 type Cell struct {
-	ID     uint64
-	URL    *url.URL
+	ID  uint64
+	URL *url.URL // the first of URLs
+	// URLs are every address of the cell, URL first; NewCells fills it from URL when empty.
+	URLs   []*url.URL
 	Legacy bool
 	Ranges []IDRange
 	// PreserveHost sends the client's Host header to the cell; otherwise the cell's own.
 	PreserveHost bool
+	// Check is the cell's active health check; nil: none (connection failures still eject).
+	Check *Check
 }
 
 // Cells is immutable after NewCells; safe for concurrent use.
 type Cells struct {
 	all    []*Cell
 	byID   map[uint64]*Cell
-	urls   []cellURL // parallel to all
+	urls    []cellURL // every address of every cell
+	urlCell []*Cell   // parallel to urls
 	ranges []cellRange
 	legacy *Cell
 }
@@ -45,7 +50,6 @@ func NewCells(cells []Cell) (*Cells, error) {
 	c := &Cells{
 		all:  make([]*Cell, 0, len(cells)),
 		byID: make(map[uint64]*Cell, len(cells)),
-		urls: make([]cellURL, 0, len(cells)),
 	}
 	var legacies []uint64
 	for i := range cells {
@@ -56,11 +60,15 @@ func NewCells(cells []Cell) (*Cells, error) {
 		if _, dup := c.byID[cell.ID]; dup {
 			return nil, fmt.Errorf("%w: duplicate cell id %d", ErrBadCells, cell.ID)
 		}
-		u := newCellURL(cell.URL)
-		for j := range c.urls {
-			if c.urls[j].same(u) {
-				return nil, fmt.Errorf("%w: cells %d and %d have the same URL %s", ErrBadCells, c.all[j].ID, cell.ID, cell.URL)
+		for _, cu := range cell.URLs {
+			u := newCellURL(cu)
+			for j := range c.urls {
+				if c.urls[j].same(u) {
+					return nil, fmt.Errorf("%w: cells %d and %d have the same URL %s", ErrBadCells, c.urlCell[j].ID, cell.ID, cu)
+				}
 			}
+			c.urls = append(c.urls, u)
+			c.urlCell = append(c.urlCell, cell)
 		}
 		if cell.Legacy {
 			legacies = append(legacies, cell.ID)
@@ -70,7 +78,6 @@ func NewCells(cells []Cell) (*Cells, error) {
 		}
 		c.all = append(c.all, cell)
 		c.byID[cell.ID] = cell
-		c.urls = append(c.urls, u)
 	}
 	if len(legacies) != 1 {
 		return nil, fmt.Errorf("%w: need exactly one legacy cell, have %d %v", ErrBadCells, len(legacies), legacies)
@@ -86,20 +93,31 @@ func copyCell(in *Cell) (*Cell, error) {
 	if in.ID == 0 {
 		return nil, fmt.Errorf("%w: cell id 0 (ids start at 1)", ErrBadCells)
 	}
-	if in.URL == nil {
+	urls := in.URLs
+	if len(urls) == 0 && in.URL != nil {
+		urls = []*url.URL{in.URL}
+	}
+	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: cell %d has no URL", ErrBadCells, in.ID)
 	}
-	if (in.URL.Scheme != "http" && in.URL.Scheme != "https") || in.URL.Host == "" {
-		return nil, fmt.Errorf("%w: cell %d URL %q is not http(s)://host", ErrBadCells, in.ID, in.URL.Redacted())
+	out := *in
+	out.URLs = make([]*url.URL, len(urls))
+	for i, u := range urls {
+		if u == nil {
+			return nil, fmt.Errorf("%w: cell %d has an empty URL", ErrBadCells, in.ID)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%w: cell %d URL %q is not http(s)://host", ErrBadCells, in.ID, u.Redacted())
+		}
+		c := *u
+		out.URLs[i] = &c
 	}
+	out.URL = out.URLs[0]
 	for _, r := range in.Ranges {
 		if r.Lo > r.Hi {
 			return nil, fmt.Errorf("%w: cell %d range %d-%d has lo > hi", ErrBadCells, in.ID, r.Lo, r.Hi)
 		}
 	}
-	out := *in
-	u := *in.URL
-	out.URL = &u
 	out.Ranges = slices.Clone(in.Ranges)
 	return &out, nil
 }

@@ -63,7 +63,7 @@ func (c *Cells) ByURL(address string) (*Cell, bool) {
 	if a.scheme != "" {
 		for i := range c.urls {
 			if c.urls[i].matches(a) {
-				return c.all[i], true
+				return c.urlCell[i], true
 			}
 		}
 		return nil, false
@@ -71,10 +71,10 @@ func (c *Cells) ByURL(address string) (*Cell, bool) {
 	var found *Cell
 	for i := range c.urls {
 		if c.urls[i].matchesAuthority(a) {
-			if found != nil {
+			if found != nil && found != c.urlCell[i] {
 				return nil, false
 			}
-			found = c.all[i]
+			found = c.urlCell[i]
 		}
 	}
 	return found, found != nil

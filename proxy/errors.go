@@ -63,6 +63,8 @@ func statusOf(err error) (status int, cause string) {
 		return http.StatusNotFound, "not_configured"
 	case errors.Is(err, ErrMethodNotAllowed):
 		return http.StatusMethodNotAllowed, "method_not_allowed"
+	case errors.Is(err, ErrCellUnavailable):
+		return http.StatusServiceUnavailable, "cell_unavailable"
 	case errors.Is(err, ErrRegistryDown):
 		return http.StatusServiceUnavailable, "registry_unavailable"
 	case errors.Is(err, ErrDraining), errors.Is(err, tunnel.ErrServerClosed):

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -16,13 +17,27 @@ import (
 	"gitlab.com/edge/edge/discovery"
 )
 
-// target is one cell with its two reverse proxies: jobs/request needs a response-header
-// timeout above the long poll, everything else a shorter one.
+// target is one cell, its health, and two reverse proxies per address: jobs/request needs a
+// response-header timeout above the long poll, everything else a shorter one.
 type target struct {
 	cell     *discovery.Cell
-	plain    *httputil.ReverseProxy
-	longPoll *httputil.ReverseProxy
+	health   *discovery.CellHealth
+	addrs    []addressProxies         // parallel to health.Addrs
 	counters [2][6]prometheus.Counter // by traffic kind and status class, resolved once
+}
+
+type addressProxies struct {
+	plain, longPoll *httputil.ReverseProxy
+}
+
+// proxies are the reverse proxies of one of the target's addresses.
+func (t *target) proxies(a *discovery.Address) *addressProxies {
+	for i, x := range t.health.Addrs {
+		if x == a {
+			return &t.addrs[i]
+		}
+	}
+	return &t.addrs[0]
 }
 
 func (t *target) requests(kind TrafficKind, status int) prometheus.Counter {
@@ -44,7 +59,7 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 	buffers, held := &bufferPool{size: copyBufferSize}, &bufferPool{size: heldCopyBufferSize}
 	targets := make(map[uint64]*target)
 	for _, cell := range p.cells.All() {
-		t := &target{cell: cell}
+		t := &target{cell: cell, health: p.health.Cell(cell.ID, cell.URLs, cell.Check)}
 		label := strconv.FormatUint(cell.ID, 10)
 		for kind := range t.counters {
 			for class := range t.counters[kind] {
@@ -55,8 +70,12 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 				t.counters[kind][class] = p.metrics.requests.WithLabelValues(TrafficKind(kind).String(), label, code)
 			}
 		}
-		t.plain = p.reverseProxy(cell, label, plainTransport, buffers, false)
-		t.longPoll = p.reverseProxy(cell, label, longPollTransport, held, true)
+		for _, a := range t.health.Addrs {
+			t.addrs = append(t.addrs, addressProxies{
+				plain:    p.reverseProxy(cell, a.URL, label, &addressTransport{plainTransport, t.health, a}, buffers, false),
+				longPoll: p.reverseProxy(cell, a.URL, label, &addressTransport{longPollTransport, t.health, a}, held, true),
+			})
+		}
 		targets[cell.ID] = t
 	}
 	return targets
@@ -92,10 +111,10 @@ func newTransport(dialer *net.Dialer, dialTimeout, responseHeaderTimeout time.Du
 	}
 }
 
-func (p *Proxy) reverseProxy(cell *discovery.Cell, label string, transport http.RoundTripper, buffers httputil.BufferPool, learn bool) *httputil.ReverseProxy {
+func (p *Proxy) reverseProxy(cell *discovery.Cell, addr *url.URL, label string, transport http.RoundTripper, buffers httputil.BufferPool, learn bool) *httputil.ReverseProxy {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(cell.URL)
+			pr.SetURL(addr)
 			// ReverseProxy hides the body behind its own wrapper; a body edge already holds
 			// whole is handed on as is, so the cell transport can send it inline.
 			if b, ok := pr.In.Body.(*replayBody); ok && b.inMemory && pr.Out.Body != nil {

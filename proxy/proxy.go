@@ -24,6 +24,8 @@ type Options struct {
 	RejectInvalid bool
 	Classifier    Classifier // nil: the classify rule is skipped
 	Learned       JobLearner // nil: job ids are not learned
+	// Health keeps the cells' health across proxies (reloads); nil: this proxy's own.
+	Health *discovery.Health
 
 	BodyTokenLimit  int64
 	BodyReadTimeout time.Duration
@@ -53,6 +55,7 @@ type Proxy struct {
 	metrics         *Metrics
 	targets         map[uint64]*target
 	transports      []*InlineTransport
+	health          *discovery.Health
 }
 
 // New builds a Proxy. Metrics may be nil only in tests that do not look at them.
@@ -86,6 +89,14 @@ func New(o Options) (*Proxy, error) {
 		prefixes:        newPrefixPool(o.BodyTokenLimit),
 		log:             o.Log,
 		metrics:         o.Metrics,
+		health:          o.Health,
+	}
+	if p.health == nil {
+		h, err := discovery.NewHealth(discovery.HealthOptions{Log: o.Log})
+		if err != nil {
+			return nil, err
+		}
+		p.health = h
 	}
 	p.targets = p.newTargets(o)
 	return p, nil
@@ -119,10 +130,17 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 	p.metrics.decision(d.Source, d.Kind, d.Rule, false)
 	w.cell, w.rule = d.Cell.ID, d.Rule.String()
 	t := p.targets[d.Cell.ID]
-	if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
-		t.longPoll.ServeHTTP(w, r)
+	if a := t.health.Pick(); a == nil {
+		p.cellUnavailable(w, t)
 	} else {
-		t.plain.ServeHTTP(w, r)
+		rp := t.proxies(a)
+		a.Begin()
+		if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
+			rp.longPoll.ServeHTTP(w, r)
+		} else {
+			rp.plain.ServeHTTP(w, r)
+		}
+		a.End()
 	}
 	status := w.status
 	if status == 0 {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,7 +34,11 @@ func LoadConfig(path string) (*config.Config, error) {
 type runner struct {
 	metrics *proxy.Metrics
 	learned *discovery.LearnedJobs
-	log     *slog.Logger
+	// health outlives reloads too: a cell whose addresses and check stay keeps its health.
+	health *discovery.Health
+	log    *slog.Logger
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 func newRunner(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*runner, error) {
@@ -41,10 +46,17 @@ func newRunner(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
+	h, err := discovery.NewHealth(discovery.HealthOptions{Registerer: reg, Log: log.With("component", "cell health")})
+	if err != nil {
+		return nil, err
+	}
 	return &runner{
 		metrics: m,
 		learned: discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
+		health:  h,
 		log:     log,
+		stop:    func() {},
+		done:    make(chan struct{}),
 	}, nil
 }
 
@@ -54,18 +66,31 @@ func (r *runner) module() module {
 			{name: "cells", reload: true, same: func(a, b *config.Config) bool { return config.SameCells(a.Cells, b.Cells) }},
 			{name: "routing", reload: true, same: func(a, b *config.Config) bool { return config.SameRouting(a.Routing, b.Routing) }},
 			{name: "tokens", reload: true, same: func(a, b *config.Config) bool { return config.SameTokens(a.Tokens, b.Tokens) }},
+			{name: "health", reload: true, same: config.SameHealth},
 		},
 		routes: func(cfg *config.Config, next *table) error {
 			p, err := r.proxy(cfg)
+			if err != nil {
+				return err
+			}
 			next.routes.Runner = p
-			return err
+			next.onApply(func() { r.health.Use(p.CellHealth()) })
+			return nil
 		},
+		stages: []stage{{name: "cell health", phase: phaseParts,
+			start: func() error {
+				ctx, cancel := context.WithCancel(context.Background())
+				r.stop = cancel
+				go func() { defer close(r.done); r.health.Run(ctx) }()
+				return nil
+			},
+			stop: func(context.Context) { r.stop(); <-r.done }}},
 	}
 }
 
 // proxy builds the runner proxy of one config: cells, token keys, classify, limits.
 func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
-	cells, err := buildCells(cfg.Cells)
+	cells, err := buildCells(cfg)
 	if err != nil {
 		return nil, cli.UsageError{Err: err}
 	}
@@ -78,6 +103,7 @@ func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
 		UpstreamTimeout: cfg.Routing.UpstreamTimeout.Duration,
 		DialTimeout:     cfg.Routing.DialTimeout.Duration,
 		Learned:         r.learned,
+		Health:          r.health,
 		Log:             r.log,
 		Metrics:         r.metrics,
 	}
@@ -107,14 +133,21 @@ func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
 	return proxy.New(opts)
 }
 
-func buildCells(in []config.Cell) (*discovery.Cells, error) {
-	out := make([]discovery.Cell, 0, len(in))
-	for i, c := range in {
-		u, err := url.Parse(c.URL)
-		if err != nil {
-			return nil, fmt.Errorf("cells[%d].url: %w", i, err)
+func buildCells(cfg *config.Config) (*discovery.Cells, error) {
+	out := make([]discovery.Cell, 0, len(cfg.Cells))
+	for i, c := range cfg.Cells {
+		cell := discovery.Cell{ID: c.ID, Legacy: c.Legacy, PreserveHost: c.KeepsHost()}
+		for _, s := range c.Addresses() {
+			u, err := url.Parse(s)
+			if err != nil {
+				return nil, fmt.Errorf("cells[%d].url: %w", i, err)
+			}
+			cell.URLs = append(cell.URLs, u)
 		}
-		cell := discovery.Cell{ID: c.ID, URL: u, Legacy: c.Legacy, PreserveHost: c.KeepsHost()}
+		if h := cfg.CellHealth(i); h != nil {
+			cell.Check = &discovery.Check{Path: h.Path, Interval: h.Interval.Duration, Timeout: h.Timeout.Duration,
+				HealthyAfter: h.HealthyAfter, UnhealthyAfter: h.UnhealthyAfter}
+		}
 		for _, r := range c.Ranges {
 			cell.Ranges = append(cell.Ranges, discovery.IDRange{Lo: r.Lo, Hi: r.Hi})
 		}

@@ -71,10 +71,20 @@ type agentsConfig struct {
 }
 
 type cellConfig struct {
-	ID       uint64   `yaml:"id"`
-	URL      string   `yaml:"url"`
-	Legacy   bool     `yaml:"legacy,omitempty"`
-	IDRanges []string `yaml:"id_ranges,omitempty"`
+	ID       uint64        `yaml:"id"`
+	URL      string        `yaml:"url,omitempty"`
+	URLs     []string      `yaml:"urls,omitempty"`
+	Health   *healthConfig `yaml:"health,omitempty"`
+	Legacy   bool          `yaml:"legacy,omitempty"`
+	IDRanges []string      `yaml:"id_ranges,omitempty"`
+}
+
+type healthConfig struct {
+	Path           string `yaml:"path,omitempty"`
+	Interval       string `yaml:"interval,omitempty"`
+	Timeout        string `yaml:"timeout,omitempty"`
+	HealthyAfter   int    `yaml:"healthy_after,omitempty"`
+	UnhealthyAfter int    `yaml:"unhealthy_after,omitempty"`
 }
 
 type routingConfig struct {

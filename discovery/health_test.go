@@ -1,0 +1,164 @@
+package discovery
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/internal/poll"
+)
+
+// An address whose check fails UnhealthyAfter times in a row is down (the cell with it, with
+// Retry-After until its next check); it is up again after HealthyAfter passes.
+func TestHealthChecksDownAndUp(t *testing.T) {
+	var ready atomic.Bool
+	ready.Store(true)
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/base/-/readiness" {
+			t.Errorf("check asked %s, want /base/-/readiness", r.URL.Path)
+		}
+		asked.Add(1)
+		if !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	reg := prometheus.NewRegistry()
+	h, err := NewHealth(HealthOptions{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := h.Cell(2, []*url.URL{mustURL(t, srv.URL+"/base/")}, &Check{Path: "/-/readiness", Interval: 20 * time.Millisecond,
+		Timeout: 10 * time.Millisecond, HealthyAfter: 2, UnhealthyAfter: 2})
+	h.Use([]*CellHealth{c})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	poll.Until(t, 5*time.Second, "a check", func() bool { return asked.Load() > 0 })
+	if c.Pick() == nil || !c.Up() {
+		t.Fatal("a passing cell is not up")
+	}
+	ready.Store(false)
+	poll.Until(t, 5*time.Second, "the cell down", func() bool { return c.Pick() == nil })
+	if c.Up() {
+		t.Error("Up() with its one address down")
+	}
+	if ra := c.RetryAfter(); ra < time.Second || ra > 2*time.Second {
+		t.Errorf("RetryAfter %v, want the 1s floor (the next check is 20ms away)", ra)
+	}
+	if got := gauge(t, reg, "edge_cell_up"); got != 0 {
+		t.Errorf("edge_cell_up = %v, want 0", got)
+	}
+	ready.Store(true)
+	poll.Until(t, 5*time.Second, "the cell up again", func() bool { return c.Pick() != nil })
+	if got := gauge(t, reg, "edge_cell_up"); got != 1 {
+		t.Errorf("edge_cell_up = %v, want 1", got)
+	}
+}
+
+// gauge is the value of the one series of a gauge in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.Metric) == 1 {
+			return mf.Metric[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single series %s", name)
+	return 0
+}
+
+// A connection failure ejects an address for a back-off that doubles while failures go on; an
+// answer ends the streak. Requests go to the usable address with the fewest in flight.
+func TestEjectionAndLeastOutstanding(t *testing.T) {
+	h, err := NewHealth(HealthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := h.Cell(1, []*url.URL{mustURL(t, "http://a:1"), mustURL(t, "http://b:1")}, nil)
+	a, b := c.Addrs[0], c.Addrs[1]
+	a.Begin()
+	for range 10 {
+		if got := c.Pick(); got != b {
+			t.Fatalf("picked %v, want b (a has a request in flight)", got)
+		}
+	}
+	a.End()
+	seen := map[*Address]int{}
+	for range 10 {
+		seen[c.Pick()]++
+	}
+	if seen[a] != 5 || seen[b] != 5 {
+		t.Errorf("ties: %d to a, %d to b, want taken in turn", seen[a], seen[b])
+	}
+
+	c.Eject(a)
+	first := time.Until(time.Unix(0, a.ejected.Load()))
+	c.Eject(a)
+	second := time.Until(time.Unix(0, a.ejected.Load()))
+	if first > ejectBase || second <= first || second > 2*ejectBase {
+		t.Errorf("back-off %v then %v, want %v then twice that", first, second, ejectBase)
+	}
+	for range 10 {
+		if got := c.Pick(); got != b {
+			t.Fatalf("picked %v while a is ejected", got)
+		}
+	}
+	if got := c.Pick(b); got != nil {
+		t.Errorf("Pick without b: got %v, want none (a is ejected)", got)
+	}
+	c.Eject(b)
+	if c.Up() || c.Pick() != nil {
+		t.Error("cell up with both addresses ejected")
+	}
+	if ra := c.RetryAfter(); ra < time.Second || ra > 2*ejectBase {
+		t.Errorf("RetryAfter %v, want until the first ejection ends", ra)
+	}
+	a.Answered()
+	if a.failures.Load() != 0 {
+		t.Error("an answer did not end the failure streak")
+	}
+	for i := range 30 {
+		c.Eject(b)
+		if d := time.Until(time.Unix(0, b.ejected.Load())); d > ejectMax {
+			t.Fatalf("failure %d: back-off %v over the %v cap", i, d, ejectMax)
+		}
+	}
+}
+
+// A reload keeps the health of a cell whose addresses and check did not change.
+func TestHealthKeptAcrossReload(t *testing.T) {
+	h, err := NewHealth(HealthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := []*url.URL{mustURL(t, "http://a:1")}
+	c := h.Cell(1, urls, nil)
+	h.Use([]*CellHealth{c})
+	if h.Cell(1, []*url.URL{mustURL(t, "http://a:1")}, nil) != c {
+		t.Error("same addresses: got a new health")
+	}
+	if h.Cell(1, []*url.URL{mustURL(t, "http://a:2")}, nil) == c {
+		t.Error("other address: kept the old health")
+	}
+	if h.Cell(1, urls, &Check{Path: "/x", Interval: time.Second, Timeout: time.Second, HealthyAfter: 1, UnhealthyAfter: 1}) == c {
+		t.Error("a check added: kept the old health")
+	}
+	if !strings.Contains(c.Addrs[0].String(), "a:1") {
+		t.Errorf("address label %q", c.Addrs[0])
+	}
+}
