@@ -24,6 +24,7 @@ deps:
 	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk chromium=chromium etcd=etcd-server etcdctl=etcd-client sshd=openssh-server tmux=tmux haproxy=haproxy
 	./scripts/kube-apiserver.sh >/dev/null  # built once (minutes), cached in ~/.cache/edge-kube
 	./scripts/pebble.sh >/dev/null          # the ACME test server, built once, cached there too
+	./scripts/helm.sh >/dev/null            # helm for the chart's tests, built once, cached there too
 
 vet:
 	$(GO) vet ./...

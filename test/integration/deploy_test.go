@@ -29,33 +29,11 @@ func TestManifestsServerDryRun(t *testing.T) {
 		t.Fatal("no manifests under deploy/")
 	}
 
-	start := time.Now()
-	m := startKubeMember(t, "deploy")
-	kc := m.kubeconfig(t, m.AdminToken)
+	k := startKubeDryRun(t, "deploy", namespaces)
 	kubectl := func(args ...string) (string, string, time.Duration, error) {
 		t.Helper()
-		began := time.Now()
-		stdout, stderr, err := runKubectl(t, kc, "", args...)
-		return stdout, stderr, time.Since(began), err
+		return k.kubectl(t, args...)
 	}
-	if out, _, _, err := kubectl("version", "-o", "yaml"); err != nil || !strings.Contains(out, "minor: \"32\"") {
-		t.Fatalf("kubectl version: %v\n%s", err, out)
-	}
-
-	// The namespaces the manifests name exist (a dry run creates nothing, so an object in a
-	// namespace created by the same dry run would be refused), at the restricted Pod Security
-	// level: enforced on pods, and warned about for the pod templates of Deployments.
-	for _, ns := range namespaces {
-		m.apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %s
-  labels:
-    pod-security.kubernetes.io/enforce: restricted
-    pod-security.kubernetes.io/warn: restricted
-`, ns))
-	}
-	t.Logf("apiserver ready and namespaces %v created in %v", namespaces, time.Since(start).Round(time.Millisecond))
 
 	dryRun := []string{"apply", "--dry-run=server", "--validate=strict"}
 	for _, f := range files {
@@ -73,11 +51,12 @@ metadata:
 		}
 		t.Logf("%s accepted in %v:\n%s", rel, took.Round(time.Millisecond), strings.TrimSpace(stdout))
 	}
-	// The directories as deploy/README.md applies them, and the whole tree at once.
+	// The directories as deploy/README.md applies them, and the whole tree at once (the Helm chart
+	// under deploy/helm/ is rendered first: helm_test.go).
 	for _, args := range [][]string{
 		{"-f", filepath.Join(deployDir, "kubernetes")},
 		{"-f", filepath.Join(deployDir, "kubernetes", "sidecar")},
-		{"-f", deployDir, "-R"},
+		{"-f", filepath.Join(deployDir, "kubernetes"), "-R"},
 	} {
 		stdout, stderr, took, err := kubectl(append(dryRun, args...)...)
 		if w := unexpectedWarnings(stderr, slices.Contains(args, "-R")); err != nil || w != "" {
@@ -139,11 +118,14 @@ metadata:
 }
 
 // deployManifestFiles lists the manifests under dir, the namespaces their objects name and the
-// number of objects in each file.
+// number of objects in each file. The Helm chart (dir/helm) is templates, not manifests.
 func deployManifestFiles(t *testing.T, dir string) (files, namespaces []string, docs map[string]int) {
 	t.Helper()
 	docs = map[string]int{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p == filepath.Join(dir, "helm") {
+			return fs.SkipDir
+		}
 		if err != nil || d.IsDir() || (!strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, ".yml")) {
 			return err
 		}
@@ -179,6 +161,46 @@ func deployManifestFiles(t *testing.T, dir string) (files, namespaces []string, 
 		t.Fatal(err)
 	}
 	return files, namespaces, docs
+}
+
+// kubeDryRun is a kube-apiserver that `kubectl apply --dry-run=server` sends manifests to, with
+// namespaces that enforce the restricted Pod Security Standard.
+type kubeDryRun struct {
+	*kubeMember
+	admin string // the admin's kubeconfig
+}
+
+// startKubeDryRun starts a member and creates namespaces in it (a dry run creates nothing, so an
+// object in a namespace created by the same dry run would be refused), at the restricted Pod
+// Security level: enforced on pods, and warned about for the pod templates of workloads.
+func startKubeDryRun(t *testing.T, name string, namespaces []string) *kubeDryRun {
+	t.Helper()
+	start := time.Now()
+	m := startKubeMember(t, name)
+	k := &kubeDryRun{kubeMember: m, admin: m.kubeconfig(t, m.AdminToken)}
+	if out, _, _, err := k.kubectl(t, "version", "-o", "yaml"); err != nil || !strings.Contains(out, "minor: \"32\"") {
+		t.Fatalf("kubectl version: %v\n%s", err, out)
+	}
+	for _, ns := range namespaces {
+		m.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %s
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/warn: restricted
+`, ns))
+	}
+	t.Logf("apiserver ready and namespaces %v created in %v", namespaces, time.Since(start).Round(time.Millisecond))
+	return k
+}
+
+// kubectl runs kubectl as admin and says how long it took.
+func (k *kubeDryRun) kubectl(t *testing.T, args ...string) (stdout, stderr string, took time.Duration, err error) {
+	t.Helper()
+	began := time.Now()
+	stdout, stderr, err = runKubectl(t, k.admin, "", args...)
+	return stdout, stderr, time.Since(began), err
 }
 
 // placeholderCertWarning is the apiserver's warning for a kubernetes.io/tls Secret whose tls.crt is

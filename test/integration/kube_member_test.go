@@ -51,19 +51,26 @@ const kubeReadyTimeout = 2 * time.Minute
 // (minutes) and then only prints the cached binary's path.
 func kubeAPIServerBinary(t *testing.T) string {
 	t.Helper()
+	return scriptTool(t, "kube-apiserver.sh")
+}
+
+// scriptTool runs scripts/<script>, which builds a tool from the Go module proxy the first time
+// (minutes) into ~/.cache/edge-kube and prints its path, the last line of its output.
+func scriptTool(t *testing.T, script string) string {
+	t.Helper()
 	root, _ := repoRoot() // TestMain has checked it
-	cmd := exec.CommandContext(t.Context(), filepath.Join(root, "scripts", "kube-apiserver.sh"))
+	cmd := exec.CommandContext(t.Context(), filepath.Join(root, "scripts", script))
 	cmd.Dir = root
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("scripts/kube-apiserver.sh: %v\n%s", err, stderr.String())
+		t.Fatalf("scripts/%s: %v\n%s", script, err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	bin := lines[len(lines)-1]
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("scripts/kube-apiserver.sh printed %q: %v", bin, err)
+		t.Fatalf("scripts/%s printed %q: %v", script, bin, err)
 	}
 	return bin
 }
