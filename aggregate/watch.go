@@ -294,6 +294,19 @@ func (ws *Watches) End(members map[string]bool) int {
 	return n
 }
 
+// Open counts the open watches that include each member.
+func (ws *Watches) Open() map[string]int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := map[string]int{}
+	for _, w := range ws.open {
+		for _, m := range w.members {
+			out[m]++
+		}
+	}
+	return out
+}
+
 // TrackWatch registers a watch over members with ws, for callers that hold watches of their own
 // (tests of reload wiring); done unregisters it.
 func TrackWatch(ws *Watches, members []string, cancel context.CancelFunc) (done func()) {

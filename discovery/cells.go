@@ -26,12 +26,12 @@ type Cell struct {
 
 // Cells is immutable after NewCells; safe for concurrent use.
 type Cells struct {
-	all    []*Cell
-	byID   map[uint64]*Cell
+	all     []*Cell
+	byID    map[uint64]*Cell
 	urls    []cellURL // every address of every cell
 	urlCell []*Cell   // parallel to urls
-	ranges []cellRange
-	legacy *Cell
+	ranges  []cellRange
+	legacy  *Cell
 }
 
 type cellRange struct {

@@ -78,6 +78,7 @@ type CellHealth struct {
 	ejections prometheus.Counter
 	log       *slog.Logger
 	stop      context.CancelFunc // of its checks while in force
+	recent    recent
 }
 
 func nowNano() int64 { return time.Now().UnixNano() }
@@ -157,6 +158,29 @@ func (c *CellHealth) Eject(a *Address) {
 
 // Checked reports whether the cell has active checks.
 func (c *CellHealth) Checked() bool { return c.check != nil }
+
+// AddressState is one address as the status page shows it.
+type AddressState struct {
+	URL          string    `json:"url"`
+	Up           bool      `json:"up"`
+	CheckedDown  bool      `json:"checked_down"`
+	EjectedUntil time.Time `json:"ejected_until,omitzero"`
+	InFlight     int64     `json:"in_flight"`
+}
+
+// State is every address of the cell as it stands now.
+func (c *CellHealth) State() []AddressState {
+	now := time.Now().UnixNano()
+	out := make([]AddressState, 0, len(c.Addrs))
+	for _, a := range c.Addrs {
+		s := AddressState{URL: a.label, Up: a.usable(nowNano), CheckedDown: a.checkedDown.Load(), InFlight: a.outstanding.Load()}
+		if until := a.ejected.Load(); until > now {
+			s.EjectedUntil = time.Unix(0, until).UTC()
+		}
+		out = append(out, s)
+	}
+	return out
+}
 
 // HealthOptions configure a Health.
 type HealthOptions struct {

@@ -162,3 +162,32 @@ func TestHealthKeptAcrossReload(t *testing.T) {
 		t.Errorf("address label %q", c.Addrs[0])
 	}
 }
+
+// Recent counts the latest requests by status class and gives their median and 99th percentile.
+func TestRecent(t *testing.T) {
+	h, err := NewHealth(HealthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := h.Cell(1, []*url.URL{mustURL(t, "http://a:1")}, nil)
+	for i := 1; i <= 100; i++ {
+		status := http.StatusOK
+		if i%10 == 0 {
+			status = http.StatusBadGateway
+		}
+		c.Observe(status, time.Duration(i)*time.Millisecond)
+	}
+	r := c.Recent()
+	if r.Requests != 100 || r.Statuses["2xx"] != 90 || r.Statuses["5xx"] != 10 {
+		t.Errorf("counts: %+v", r)
+	}
+	if r.P50 != 51*time.Millisecond || r.P99 != 100*time.Millisecond {
+		t.Errorf("p50 %v p99 %v, want 51ms and 100ms", r.P50, r.P99)
+	}
+	for range 2 * recentSize {
+		c.Observe(http.StatusOK, time.Millisecond)
+	}
+	if r := c.Recent(); r.Requests != recentSize || r.Statuses["5xx"] != 0 {
+		t.Errorf("after %d more: %+v, want only the latest %d", 2*recentSize, r, recentSize)
+	}
+}

@@ -70,4 +70,7 @@ type Registry interface {
 	Drain(ctx context.Context) error
 	// Healthy reports whether the last store operation succeeded.
 	Healthy() bool
+	// List returns the live connections of up to limit agents on any edge (this edge's own
+	// included even when the store cannot be read), for the status page.
+	List(ctx context.Context, limit int) ([]ConnInfo, error)
 }

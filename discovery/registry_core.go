@@ -183,6 +183,25 @@ func (r *registry) Lookup(ctx context.Context, agentID string) ([]ConnInfo, erro
 	return r.merge(stored, local, func(ConnInfo) bool { return true }), nil
 }
 
+// List returns the live connections of up to limit agents across the fleet, for the status page.
+func (r *registry) List(ctx context.Context, limit int) ([]ConnInfo, error) {
+	r.m.ops.WithLabelValues(opList).Inc()
+	sctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	all := func(ConnInfo) bool { return true }
+	local := r.localConns(all)
+	ids, err := r.store.agentIDs(sctx, limit)
+	var stored map[string]map[string][]ConnInfo
+	if err == nil && len(ids) > 0 {
+		stored, err = r.store.agents(sctx, ids)
+	}
+	if err != nil {
+		return local, r.storeError(ctx, opList, "list agents", err)
+	}
+	r.storeOK()
+	return r.merge(stored, local, all), nil
+}
+
 func (r *registry) ByProject(ctx context.Context, projectID string) ([]ConnInfo, error) {
 	if !validID(projectID) {
 		return nil, fmt.Errorf("by project: %w: project id %q", ErrInvalidID, projectID)

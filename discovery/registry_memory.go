@@ -124,6 +124,19 @@ func (v *memoryView) agents(_ context.Context, agentIDs []string) (map[string]ma
 	return out, nil
 }
 
+func (v *memoryView) agentIDs(_ context.Context, limit int) ([]string, error) {
+	v.st.mu.Lock()
+	defer v.st.mu.Unlock()
+	out := make([]string, 0, min(limit, len(v.st.agents)))
+	for id := range v.st.agents {
+		if len(out) == limit {
+			break
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
 func (v *memoryView) project(_ context.Context, projectID string) ([]string, error) {
 	s, now := v.st, v.now()
 	s.mu.Lock()

@@ -12,6 +12,7 @@ const (
 	opUnregister = "unregister"
 	opLookup     = "lookup"
 	opByProject  = "by_project"
+	opList       = "list"
 	opForget     = "forget"
 	opRefresh    = "refresh"
 	opGC         = "gc"
@@ -45,7 +46,7 @@ func newRegistryMetrics(reg prometheus.Registerer, backend string) (*registryMet
 			Name: "edge_registry_wait_loops_started_total", Help: "Wait loops started (one per waited-for agent at a time).", ConstLabels: labels,
 		}),
 	}
-	for _, op := range []string{opRegister, opUnregister, opLookup, opByProject, opForget, opRefresh, opGC, opPing, opDrain} {
+	for _, op := range []string{opRegister, opUnregister, opLookup, opByProject, opList, opForget, opRefresh, opGC, opPing, opDrain} {
 		m.ops.WithLabelValues(op)
 		m.errs.WithLabelValues(op)
 	}

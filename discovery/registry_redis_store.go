@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -163,6 +165,39 @@ func (s *redisStore) agents(ctx context.Context, agentIDs []string) (map[string]
 		}
 	}
 	return out, nil
+}
+
+// agentIDs scans for agent keys, on every master of a Cluster.
+func (s *redisStore) agentIDs(ctx context.Context, limit int) ([]string, error) {
+	var mu sync.Mutex
+	var out []string
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, s.prefix+"agent:*", 500).Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			for _, k := range keys {
+				if len(out) < limit {
+					out = append(out, strings.TrimPrefix(k, s.prefix+"agent:"))
+				}
+			}
+			full := len(out) >= limit
+			mu.Unlock()
+			if cursor = next; cursor == 0 || full {
+				return nil
+			}
+		}
+	}
+	var err error
+	if cluster, ok := s.client.(*redis.ClusterClient); ok {
+		err = cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, s.client)
+	}
+	return out, err
 }
 
 func (s *redisStore) project(ctx context.Context, projectID string) ([]string, error) {

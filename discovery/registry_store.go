@@ -15,6 +15,8 @@ type store interface {
 	write(ctx context.Context, edge string, ups []agentUpdate, expiresAt time.Time, publish bool) error
 	// agents returns the live entries of each agent, by edge, dropping expired ones from the store.
 	agents(ctx context.Context, agentIDs []string) (map[string]map[string][]ConnInfo, error)
+	// agentIDs returns the ids of up to limit agents that have entries (live or not yet cleaned).
+	agentIDs(ctx context.Context, limit int) ([]string, error)
 	// project returns the ids of the agents whose live index entries name projectID.
 	project(ctx context.Context, projectID string) ([]string, error)
 	// forget removes stale.ConnectionID from stale.Edge's entry of stale.AgentID, if still there.

@@ -34,7 +34,10 @@ var (
 )
 
 // statusClientClosed is nginx's 499: the client went away before the answer.
-const statusClientClosed = 499
+const (
+	statusClientClosed = 499
+	causeClientClosed  = "client_closed"
+)
 
 // statusOf is the one place that maps an error to what the client sees, and the cause label
 // that metrics, logs and the error body use.
@@ -80,7 +83,7 @@ func statusOf(err error) (status int, cause string) {
 	case errors.Is(err, ErrPeerNotAllowed):
 		return http.StatusBadGateway, "peer_not_allowed"
 	case errors.Is(err, context.Canceled):
-		return statusClientClosed, "client_closed"
+		return statusClientClosed, causeClientClosed
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return http.StatusGatewayTimeout, "timeout"
 	}

@@ -14,10 +14,11 @@ import (
 // the header policy, one match, one handler and one error writer, against the route table in
 // force when it arrived. A reload swaps the table whole; requests in flight finish on theirs.
 type Front struct {
-	routes  atomic.Pointer[Routes]
-	log     *slog.Logger
-	access  *slog.Logger // the access log: log unless UseAccessLog gave another
-	metrics *Metrics
+	routes   atomic.Pointer[Routes]
+	log      *slog.Logger
+	access   *slog.Logger // the access log: log unless UseAccessLog gave another
+	metrics  *Metrics
+	refusals refusals
 }
 
 // NewFront makes a front; Swap gives it its first route table.
@@ -64,6 +65,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		upgrade(r.Header, m.kind.upgradeRule())
 		m.kind.spec().serve(rt, rec, r)
 	}
+	if rec.cause != "" && rec.cause != causeClientClosed {
+		f.refusals.add(rec, r)
+	}
 	if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
 		rec.logAccess(r.Context(), f.access, r, start)
 	}
@@ -102,6 +106,9 @@ func (f *Front) InternalHandler() http.Handler {
 		default:
 			upgrade(r.Header, RouteInternal.upgradeRule())
 			RouteInternal.spec().serve(rt, rec, r)
+		}
+		if rec.cause != "" && rec.cause != causeClientClosed {
+			f.refusals.add(rec, r)
 		}
 		if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
 			rec.logAccess(r.Context(), f.access, r, start)

@@ -147,7 +147,9 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 		status = statusClientClosed
 	}
 	t.requests(kind, status).Inc()
-	p.metrics.durationBy[kind][routeOf(kind, r.URL.Path)].Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	t.health.Observe(status, took)
+	p.metrics.durationBy[kind][routeOf(kind, r.URL.Path)].Observe(took.Seconds())
 }
 
 // explain returns the decision for a request without sending it anywhere.

@@ -34,6 +34,7 @@ type agents struct {
 	// internalTLS is internal.tls, read once at start (nil: plain HTTP).
 	internalTLS *tls.Config
 	listener    *listener
+	self        string // listen.advertise_internal: how the registry names this edge
 	// verifier checks agent tokens at connect; a reload swaps it, nil refuses every agent.
 	verifier atomic.Pointer[tokens.AgentVerifier]
 	events   chan registryEvent
@@ -45,7 +46,7 @@ type agents struct {
 
 func newAgents(cfg *config.Config, d deps) (*agents, error) {
 	log, reg := d.log, d.reg
-	a := &agents{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log}
+	a := &agents{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log, self: cfg.Listen.AdvertiseInternal}
 	if err := a.openRegistry(cfg, log, reg); err != nil {
 		return nil, err
 	}

@@ -21,12 +21,21 @@ type health struct {
 	draining atomic.Bool
 }
 
-// newOps is operations: the ops listener (metrics, liveness, readiness) and readiness itself,
-// whose stop begins the drain. grace is shutdown.grace of the config in force, for the log.
-func newOps(cfg *config.Config, d deps, reg *prometheus.Registry, registryHealthy func() bool, grace func() time.Duration) module {
-	h := &health{}
+// opsParts are what the ops listener reports on.
+type opsParts struct {
+	reg             *prometheus.Registry
+	health          *health
+	registryHealthy func() bool
+	grace           func() time.Duration // shutdown.grace of the config in force, for the log
+	status          func(context.Context) Status
+}
+
+// newOps is operations: the ops listener (metrics, liveness, readiness, the status page) and
+// readiness itself, whose stop begins the drain.
+func newOps(cfg *config.Config, d deps, p opsParts) module {
+	h, grace := p.health, p.grace
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second}
-	l := httpListener("listen.ops", cfg.Listen.Ops, phaseOps, opsHandler(reg, h, registryHealthy), srv, d.log)
+	l := httpListener("listen.ops", cfg.Listen.Ops, phaseOps, opsHandler(p), srv, d.log)
 	// Last down, when the drain is over: nothing left to wait for.
 	l.shutdown = func(context.Context) { srv.Close() }
 	return module{name: "ops",
@@ -41,8 +50,12 @@ func newOps(cfg *config.Config, d deps, reg *prometheus.Registry, registryHealth
 	}
 }
 
-func opsHandler(reg *prometheus.Registry, h *health, registryHealthy func() bool) http.Handler {
+func opsHandler(p opsParts) http.Handler {
+	reg, h, registryHealthy := p.reg, p.health, p.registryHealthy
 	mux := http.NewServeMux()
+	page := newStatusPage()
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) { page.serveHTML(w, p.status(r.Context())) })
+	mux.HandleFunc("/status.json", func(w http.ResponseWriter, r *http.Request) { page.serveJSON(w, p.status(r.Context())) })
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -65,7 +78,7 @@ func opsHandler(reg *prometheus.Registry, h *health, registryHealthy func() bool
 		}
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		proxy.WriteError(w, http.StatusNotFound, "not_found", "the ops listener serves /metrics, /healthz and /readyz")
+		proxy.WriteError(w, http.StatusNotFound, "not_found", "the ops listener serves /metrics, /healthz, /readyz, /status and /status.json")
 	})
 	// GET and HEAD only, with the one error body for anything else.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

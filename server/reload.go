@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -33,11 +34,16 @@ type reloader struct {
 	hup        chan os.Signal
 	stopRun    context.CancelFunc
 	done       chan struct{}
+	// What the status page shows: guarded by mu.
+	started   time.Time
+	configSum string
+	last      ReloadStatus
 }
 
 func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, reg prometheus.Registerer) (*reloader, error) {
 	r := &reloader{
 		opts: opts, edge: e, log: log, current: cfg, done: make(chan struct{}),
+		started: time.Now(), configSum: fileSum(opts.Path), last: ReloadStatus{Result: "none", Generation: 1},
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_config_generation",
 			Help: "How many configs this process has applied: 1 at start, +1 per successful reload.",
@@ -151,6 +157,9 @@ func (r *reloader) reload(why string) {
 	if err != nil {
 		r.reloads.WithLabelValues("error").Inc()
 		log.Error("config reload refused; the running config stays", "error", err)
+		r.mu.Lock()
+		r.last = ReloadStatus{Time: time.Now().UTC(), Result: "error", Error: err.Error(), Generation: r.last.Generation}
+		r.mu.Unlock()
 		return
 	}
 	changed, restart := verdict(r.edge.modules, r.current, cfg)
@@ -159,6 +168,8 @@ func (r *reloader) reload(why string) {
 	}
 	r.mu.Lock()
 	r.current = cfg
+	r.configSum = fileSum(r.opts.Path)
+	r.last = ReloadStatus{Time: time.Now().UTC(), Result: "ok", Generation: r.last.Generation + 1}
 	r.mu.Unlock()
 	r.generation.Inc()
 	r.reloads.WithLabelValues("ok").Inc()
@@ -180,6 +191,33 @@ func verdict(mods []module, old, next *config.Config) (changed, restart []string
 		}
 	}
 	return changed, restart
+}
+
+// config is the config in force.
+func (r *reloader) config() *config.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current
+}
+
+// edgeStatus is this edge as the status page shows it.
+func (r *reloader) edgeStatus(now time.Time) EdgeStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.opts.Build
+	return EdgeStatus{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion, Config: r.opts.Path,
+		ConfigSHA256: r.configSum, Started: r.started.UTC(), Uptime: now.Sub(r.started).Round(time.Second).String(),
+		Features: features(r.current), LastReload: r.last}
+}
+
+// fileSum is the SHA-256 of a file, hex; "" when it cannot be read.
+func fileSum(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
 }
 
 // grace is shutdown.grace of the config in force.

@@ -45,12 +45,18 @@ type deps struct {
 	opts  Options
 }
 
-// edge is the modules of one process and the front door they add their routes to.
+// edge is the modules of one process and the front door they add their routes to, with the
+// parts the status page reads.
 type edge struct {
-	front   *proxy.Front
-	modules []module
-	reload  *reloader
-	log     *slog.Logger
+	front       *proxy.Front
+	modules     []module
+	reload      *reloader
+	log         *slog.Logger
+	health      *health
+	runner      *runner
+	agents      *agents
+	aggregation *aggregation
+	tls         *publicTLS
 }
 
 // build makes every module from cfg, in the order their stages run within a phase, and puts
@@ -87,10 +93,11 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if e.reload, err = newReloader(cfg, opts, e, log, reg); err != nil {
 		return nil, err
 	}
+	e.health, e.runner, e.agents, e.aggregation, e.tls = &health{}, r, agents, agg, tls
 	e.modules = []module{
 		newFront(cfg, d, tls.config),
 		r.module(), agents.module(), ws.module(), agg.module(), ssh, tls.module(),
-		newOps(cfg, d, reg, agents.registry.Healthy, e.reload.grace),
+		newOps(cfg, d, opsParts{reg: reg, health: e.health, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status}),
 		e.reload.module(),
 	}
 	next, err := e.routes(cfg)

@@ -62,6 +62,7 @@ func RunRegistryTests(t *testing.T, newBackend func(t *testing.T) NewEdge) {
 		{"ReconnectWithinDebounce", testReconnectWithinDebounce},
 		{"TwoEdgesHoldOneAgent", testTwoEdgesHoldOneAgent},
 		{"ByProject", testByProject},
+		{"List", testList},
 		{"ExpiryWhenEdgeStopsRefreshing", testExpiry},
 		{"WaitWakesOnRegister", testWaitWakes},
 		{"WaitWakesOnLocalRegister", testWaitWakesLocal},
@@ -172,6 +173,35 @@ func testTwoEdgesHoldOneAgent(t *testing.T, newEdge NewEdge) {
 		if !sameConns(got, []discovery.ConnInfo{c1, c2}) {
 			t.Errorf("%s lookup: got %s, want both edges", e.Self, describe(got))
 		}
+	}
+}
+
+// List sees every agent on every edge, each connection under its holder, and stops at its limit.
+func testList(t *testing.T, newEdge NewEdge) {
+	opts := FastOptions()
+	a := StartEdge(t, newEdge, EdgeA, opts)
+	b := StartEdge(t, newEdge, EdgeB, opts)
+	ctx := context.Background()
+	c1, c2, c3 := Conn("agent-1", "proj-1", "conn-1"), Conn("agent-2", "proj-1", "conn-2"), Conn("agent-3", "proj-2", "conn-3")
+	for _, reg := range []struct {
+		e *Edge
+		c discovery.ConnInfo
+	}{{a, c1}, {b, c2}, {b, c3}} {
+		if err := reg.e.Register(ctx, reg.c); err != nil {
+			t.Fatalf("register: %v", err)
+		}
+	}
+	c1.Edge, c2.Edge, c3.Edge = EdgeA, EdgeB, EdgeB
+	got, err := a.List(ctx, 100)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if !sameConns(got, []discovery.ConnInfo{c1, c2, c3}) {
+		t.Errorf("list: got %s, want all three under their holders", describe(got))
+	}
+	// a's own agent always, and at most one more from the store.
+	if got, err := a.List(ctx, 1); err != nil || len(slices.Compact(agentIDs(got))) > 2 || !slices.Contains(agentIDs(got), "agent-1") {
+		t.Errorf("list with limit 1: got %s, %v; want agent-1 and at most one other", describe(got), err)
 	}
 }
 

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"gitlab.com/edge/edge/internal/browsertest"
 	"gitlab.com/edge/edge/internal/cellsim"
 	"gitlab.com/edge/edge/internal/poll"
 )
@@ -124,4 +127,48 @@ func TestCellTwoAddressesOneDead(t *testing.T) {
 	if v, err := metricSum(e.edge.OpsURL+"/metrics", "edge_cell_ejections_total", `cell="2"`); err != nil || v < 1 {
 		t.Errorf("edge_cell_ejections_total{cell=\"2\"} = %v (%v), want the dead address ejected", v, err)
 	}
+}
+
+// TestStatusPageShowsCellDownAndBack: Chromium keeps /status open on the ops listener; the page
+// refreshes itself and shows cell 2 going down when it is killed and coming back when it
+// listens again, styled (its CSP allows its own style) and with the refusal that the dead cell
+// caused.
+func TestStatusPageShowsCellDownAndBack(t *testing.T) {
+	browsertest.Chromium(t)
+	e := newEnv(t, envOptions{config: func(c *edgeConfig) {
+		c.Cells[1].Health = &healthConfig{Interval: "200ms", Timeout: "100ms", UnhealthyAfter: 2}
+	}})
+	ctx := browsertest.New(t)
+	browsertest.Open(t, ctx, e.edge.OpsURL+"/status", "#cell-2")
+	state := func() string {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const c = document.querySelector('#cell-2 td:nth-child(2)');
+			return c ? c.textContent.trim() + ' ' + getComputedStyle(c).color : '' })()`))
+		if err != nil {
+			return "" // the page is reloading itself
+		}
+		return s
+	}
+	poll.UntilState(t, 20*time.Second, "cell 2 shown up", func() (bool, string) {
+		s := state()
+		return strings.HasPrefix(s, "up rgb(7, 107, 44)"), s
+	})
+	addr := strings.TrimPrefix(e.cell(2).URL, "http://")
+	e.cell(2).Close()
+	askCell2(t, e) // a request the dead cell turns into a refusal (502, then 503s)
+	poll.UntilState(t, 20*time.Second, "cell 2 shown down, in red", func() (bool, string) {
+		s := state()
+		return strings.HasPrefix(s, "down rgb(176, 0, 32)"), s
+	})
+	if text := browsertest.Text(t, ctx, "body"); !strings.Contains(text, "connection_refused") && !strings.Contains(text, "cell_unavailable") {
+		t.Errorf("the page lists no refusal for the dead cell:\n%s", text)
+	}
+	back, err := cellsim.NewServer(addr, cellsim.Options{CellID: 2, JobIDBase: jobIDBase(2), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("restart cell 2: %v", err)
+	}
+	t.Cleanup(func() { back.Close() })
+	poll.UntilState(t, 20*time.Second, "cell 2 shown up again", func() (bool, string) {
+		s := state()
+		return strings.HasPrefix(s, "up "), s
+	})
 }
