@@ -25,6 +25,7 @@ deps:
 	./scripts/kube-apiserver.sh >/dev/null  # built once (minutes), cached in ~/.cache/edge-kube
 	./scripts/pebble.sh >/dev/null          # the ACME test server, built once, cached there too
 	./scripts/helm.sh >/dev/null            # helm for the chart's tests, built once, cached there too
+	./scripts/otelcol.sh >/dev/null         # the OpenTelemetry Collector of the tracing tests, the same way
 
 vet:
 	$(GO) vet ./...
