@@ -25,6 +25,7 @@ type AgentFile struct {
 	InsecureSkipVerify bool      `yaml:"insecure_skip_verify"`
 	Ops                string    `yaml:"ops"`
 	Log                Log       `yaml:"log"`
+	Tracing            *Tracing  `yaml:"tracing"` // the agent's spans of its calls to upstreams; nil: none
 
 	Upstreams map[int]string `yaml:"-"` // from AllowPorts and MapPorts, by Validate
 }
@@ -51,6 +52,9 @@ func LoadAgent(path string) (*AgentFile, error) {
 	abs, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return nil, err
+	}
+	if _, named := ch.lines["tracing.service_name"]; a.Tracing != nil && !named {
+		a.Tracing.ServiceName = "edge-agent"
 	}
 	f := &files{baseDir: abs, ch: ch}
 	f.resolve(&a.TokenFile)
@@ -96,6 +100,9 @@ func (a *AgentFile) validate(ch *checker) {
 	}
 	if len(a.Upstreams) == 0 {
 		ch.addNear("allow_ports", "", "at least one port in allow_ports or map_ports is required")
+	}
+	if a.Tracing != nil {
+		a.Tracing.validate(ch)
 	}
 	if a.MaxAge.Duration < 0 || (a.MaxAge.Duration > 0 && a.MaxAge.Duration < time.Minute) {
 		ch.add("max_age", "must be 0 (never) or at least 1m")

@@ -26,6 +26,7 @@ type Config struct {
 	Aggregation *Aggregation `yaml:"aggregation"`
 	Shutdown    Shutdown     `yaml:"shutdown"`
 	Log         Log          `yaml:"log"`
+	Tracing     *Tracing     `yaml:"tracing"` // nil: no traces
 
 	lines map[string]int // path -> line, from Parse, so Validate can place its problems
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -160,6 +161,14 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetUint(u)
+	case reflect.Float64:
+		var f float64
+		tag := n.ShortTag()
+		if n.Kind != yaml.ScalarNode || (tag != "!!float" && tag != "!!int") || n.Decode(&f) != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.ch.at(path, n.Line, "must be a number")
+			return
+		}
+		v.SetFloat(f)
 	default:
 		d.ch.at(path, n.Line, "cannot be read into %s", v.Type())
 	}

@@ -42,6 +42,9 @@ func (c *Config) validate(ch *checker) {
 	if c.Aggregation != nil {
 		c.Aggregation.validate(ch)
 	}
+	if c.Tracing != nil {
+		c.Tracing.validate(ch)
+	}
 	positive(ch, "shutdown.grace", c.Shutdown.Grace)
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
 		ch.add("log.level", "must be debug, info, warn or error")

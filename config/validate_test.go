@@ -67,6 +67,10 @@ func TestProblems(t *testing.T) {
 		{"cell health over block", with(`  - {id: 2, url: "http://b", health: {timeout: 11s}}`, "health: {interval: 10s}"), "cells[1].health.timeout", 4, "must not be longer than the interval (10s)"},
 		{"health negative", with("health: {healthy_after: -1}"), "health.healthy_after", 4, "must be at least 1"},
 
+		{"tracing endpoint", with("tracing: {otlp_endpoint: 127.0.0.1:4318}"), "tracing.otlp_endpoint", 4, "http(s)://host:port"},
+		{"tracing protocol", with(`tracing: {otlp_endpoint: "http://c:4318", protocol: thrift}`), "tracing.protocol", 4, "must be http/protobuf or grpc"},
+		{"tracing ratio", with(`tracing: {otlp_endpoint: "http://c:4318", sample_ratio: 2}`), "tracing.sample_ratio", 4, "between 0 and 1"},
+
 		{"listen public bad", with("listen:", `  public: "8080"`), "listen.public", 5, `"8080" must be host:port`},
 		{"listen ops bad port", with("listen:", `  ops: "127.0.0.1:99999"`), "listen.ops", 5, "must be host:port"},
 		{"listen public empty", with("listen:", `  public: ""`), "listen.public", 5, "required"},

@@ -18,8 +18,10 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/tracing"
 	"gitlab.com/edge/edge/tunnel"
 )
 
@@ -80,6 +82,7 @@ type AgentRouterOptions struct {
 	Draining    <-chan struct{} // closed when the edge drains: waiting requests get 503
 	Log         *slog.Logger
 	Registerer  prometheus.Registerer
+	Tracer      *tracing.Tracer // client spans down the tunnel and to peers; nil: none
 }
 
 // AgentRouter sends requests to agents: through a local tunnel, or to the edge that holds one.
@@ -118,15 +121,19 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 	a := &AgentRouter{o: o, metrics: m, holders: cache}
 	// Large copy buffers make large tunnel frames (see tunnel.CopyBufferSize).
 	buffers := &tunnel.BufferPool{}
+	agentAttrs := func(r *http.Request) []attribute.KeyValue {
+		at := attemptOf(r)
+		return []attribute.KeyValue{attribute.String("edge.agent_id", at.target.AgentID), attribute.Int("edge.port", at.target.Port)}
+	}
 	a.local = &httputil.ReverseProxy{
 		Rewrite:      func(pr *httputil.ProxyRequest) { a.rewriteLocal(pr) },
-		Transport:    roundTripFunc(a.localRoundTrip),
+		Transport:    o.Tracer.Transport(roundTripFunc(a.localRoundTrip), "tunnel", agentAttrs),
 		BufferPool:   buffers,
 		ErrorHandler: a.errorHandler,
 	}
 	a.remote = &httputil.ReverseProxy{
 		Rewrite:        func(pr *httputil.ProxyRequest) { a.rewriteRemote(pr) },
-		Transport:      o.Peers,
+		Transport:      o.Tracer.Transport(o.Peers, "edge peer", agentAttrs),
 		BufferPool:     buffers,
 		ModifyResponse: notHereToError,
 		ErrorHandler:   a.errorHandler,

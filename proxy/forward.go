@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 
 	"gitlab.com/edge/edge/discovery"
 )
@@ -70,10 +71,15 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 				t.counters[kind][class] = p.metrics.requests.WithLabelValues(TrafficKind(kind).String(), label, code)
 			}
 		}
+		cellAttr := func(*http.Request) []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.Int64("edge.cell", int64(cell.ID))}
+		}
 		for _, a := range t.health.Addrs {
+			plain := o.Tracer.Transport(&addressTransport{plainTransport, t.health, a}, "cell "+label, cellAttr)
+			longPoll := o.Tracer.Transport(&addressTransport{longPollTransport, t.health, a}, "cell "+label, cellAttr)
 			t.addrs = append(t.addrs, addressProxies{
-				plain:    p.reverseProxy(cell, a.URL, label, &addressTransport{plainTransport, t.health, a}, buffers, false),
-				longPoll: p.reverseProxy(cell, a.URL, label, &addressTransport{longPollTransport, t.health, a}, held, true),
+				plain:    p.reverseProxy(cell, a.URL, label, plain, buffers, false),
+				longPoll: p.reverseProxy(cell, a.URL, label, longPoll, held, true),
 			})
 		}
 		targets[cell.ID] = t

@@ -8,6 +8,10 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"gitlab.com/edge/edge/tracing"
 )
 
 // Front is edge's HTTP front door: every request of the public and internal listeners passes
@@ -19,6 +23,7 @@ type Front struct {
 	access   *slog.Logger // the access log: log unless UseAccessLog gave another
 	metrics  *Metrics
 	refusals refusals
+	tracer   *tracing.Tracer // nil: no spans
 }
 
 // NewFront makes a front; Swap gives it its first route table.
@@ -28,6 +33,9 @@ func NewFront(log *slog.Logger, metrics *Metrics) *Front {
 	}
 	return &Front{log: log, access: log, metrics: metrics}
 }
+
+// UseTracer makes a server span of every request (nil: none).
+func (f *Front) UseTracer(t *tracing.Tracer) { f.tracer = t }
 
 // UseAccessLog writes access lines to l (a buffered output, say) instead of the front's log.
 func (f *Front) UseAccessLog(l *slog.Logger) { f.access = l }
@@ -54,6 +62,10 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	trusted := rt.Headers.trusted(r.RemoteAddr)
 	err := rt.Headers.clean(r, trusted)
 	rec.setRequestID(r, trusted)
+	var span trace.Span
+	if f.tracer != nil {
+		r, span = f.tracer.Server(r, trusted)
+	}
 	m := rt.match(r)
 	rec.route = m.kind
 	if err == nil {
@@ -67,6 +79,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rec.cause != "" && rec.cause != causeClientClosed {
 		f.refusals.add(rec, r)
+	}
+	if span != nil {
+		rec.endSpan(span, r)
 	}
 	if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
 		rec.logAccess(r.Context(), f.access, r, start)
@@ -97,6 +112,10 @@ func (f *Front) InternalHandler() http.Handler {
 		rec := &recorder{ResponseWriter: w, route: RouteInternal}
 		err := policy.clean(r, true)
 		rec.setRequestID(r, true)
+		var span trace.Span
+		if f.tracer != nil {
+			r, span = f.tracer.Server(r, true)
+		}
 		if err == nil {
 			err = RouteInternal.notConfigured(rt)
 		}
@@ -109,6 +128,9 @@ func (f *Front) InternalHandler() http.Handler {
 		}
 		if rec.cause != "" && rec.cause != causeClientClosed {
 			f.refusals.add(rec, r)
+		}
+		if span != nil {
+			rec.endSpan(span, r)
 		}
 		if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
 			rec.logAccess(r.Context(), f.access, r, start)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/tracing"
 )
 
 // Options configure a Proxy. Zero durations and limits take the defaults of contract.md.
@@ -26,6 +27,8 @@ type Options struct {
 	Learned       JobLearner // nil: job ids are not learned
 	// Health keeps the cells' health across proxies (reloads); nil: this proxy's own.
 	Health *discovery.Health
+	// Tracer makes a client span of every call to a cell; nil: none.
+	Tracer *tracing.Tracer
 
 	BodyTokenLimit  int64
 	BodyReadTimeout time.Duration
@@ -128,7 +131,7 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 		return
 	}
 	p.metrics.decision(d.Source, d.Kind, d.Rule, false)
-	w.cell, w.rule = d.Cell.ID, d.Rule.String()
+	w.cell, w.rule, w.token = d.Cell.ID, d.Rule.String(), d.Kind.String()
 	t := p.targets[d.Cell.ID]
 	if a := t.health.Pick(); a == nil {
 		p.cellUnavailable(w, t)

@@ -98,7 +98,7 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 	router, err := proxy.NewAgentRouter(proxy.AgentRouterOptions{
 		Self: cfg.Listen.AdvertiseInternal, Tunnels: localTunnels{a.tunnels}, Registry: a.registry, Minter: minter,
 		PeerPrefixes: cfg.Internal.PeerPrefixes, PeerTLS: peerTLS,
-		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg,
+		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg, Tracer: d.tracer,
 	})
 	if err != nil {
 		return nil, err

@@ -7,13 +7,12 @@ import (
 	"log/slog"
 	"net/url"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
+	"gitlab.com/edge/edge/tracing"
 )
 
 // LoadConfig reads and validates a config; problems are usage errors (exit 2).
@@ -36,12 +35,14 @@ type runner struct {
 	learned *discovery.LearnedJobs
 	// health outlives reloads too: a cell whose addresses and check stay keeps its health.
 	health *discovery.Health
+	tracer *tracing.Tracer
 	log    *slog.Logger
 	stop   context.CancelFunc
 	done   chan struct{}
 }
 
-func newRunner(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*runner, error) {
+func newRunner(cfg *config.Config, d deps) (*runner, error) {
+	log, reg := d.log, d.reg
 	m, err := proxy.NewMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -54,6 +55,7 @@ func newRunner(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) 
 		metrics: m,
 		learned: discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
 		health:  h,
+		tracer:  d.tracer,
 		log:     log,
 		stop:    func() {},
 		done:    make(chan struct{}),
@@ -104,6 +106,7 @@ func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
 		DialTimeout:     cfg.Routing.DialTimeout.Duration,
 		Learned:         r.learned,
 		Health:          r.health,
+		Tracer:          r.tracer,
 		Log:             r.log,
 		Metrics:         r.metrics,
 	}

@@ -10,6 +10,7 @@ import (
 
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/tracing"
 )
 
 // Options are what the command line adds to the config.
@@ -39,10 +40,11 @@ func (o Options) override(cfg *config.Config) {
 
 // deps are what every module's factory gets.
 type deps struct {
-	log   *slog.Logger
-	reg   prometheus.Registerer
-	front *proxy.Front
-	opts  Options
+	log    *slog.Logger
+	reg    prometheus.Registerer
+	front  *proxy.Front
+	opts   Options
+	tracer *tracing.Tracer // nil: no spans
 }
 
 // edge is the modules of one process and the front door they add their routes to, with the
@@ -64,11 +66,17 @@ type edge struct {
 func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.Registry) (*edge, error) {
 	e := &edge{log: log}
 	d := deps{log: log, reg: reg, opts: opts}
-	r, err := newRunner(cfg, log, reg)
+	tracer, tracingModule, err := newTracing(cfg, opts.Build)
+	if err != nil {
+		return nil, err
+	}
+	d.tracer = tracer
+	r, err := newRunner(cfg, d)
 	if err != nil {
 		return nil, err
 	}
 	e.front = proxy.NewFront(log, r.metrics)
+	e.front.UseTracer(tracer)
 	d.front = e.front
 	agents, err := newAgents(cfg, d)
 	if err != nil {
@@ -95,6 +103,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	}
 	e.health, e.runner, e.agents, e.aggregation, e.tls = &health{}, r, agents, agg, tls
 	e.modules = []module{
+		tracingModule,
 		newFront(cfg, d, tls.config),
 		r.module(), agents.module(), ws.module(), agg.module(), ssh, tls.module(),
 		newOps(cfg, d, opsParts{reg: reg, health: e.health, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status}),

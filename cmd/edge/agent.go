@@ -128,6 +128,19 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 	}
 	b := server.ReadBuildInfo()
 	reg := server.NewRegistry(b)
+	tracer, err := server.NewAgentTracer(a.Tracing, b)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracer.Shutdown(ctx)
+	}()
+	// Each call to an upstream is a client span, the child of the span edge sent down the tunnel.
+	wrap := func(t *http.Transport) tunnel.RoundTripCloser {
+		return tracer.Transport(server.InlineTransport(t), "upstream", nil).(tunnel.RoundTripCloser)
+	}
 	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:    a.Edge,
 		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
@@ -137,7 +150,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 		TLSConfig:        tlsConfig,
 		Connections:      a.Connections,
 		MaxConnectionAge: a.MaxAge.Duration,
-		WrapTransport:    server.InlineTransport,
+		WrapTransport:    wrap,
 		Logger:           log,
 		Metrics:          reg,
 	})
