@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -48,7 +49,7 @@ func New(ctx context.Context, o Options) (*Tracer, error) {
 		case "grpc":
 			exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(o.Endpoint))
 		case "http/protobuf", "":
-			exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.Endpoint))
+			exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(tracesURL(o.Endpoint)))
 		default:
 			err = fmt.Errorf("protocol %q: want http/protobuf or grpc", o.Protocol)
 		}
@@ -63,6 +64,17 @@ func New(ctx context.Context, o Options) (*Tracer, error) {
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))),
 	)
 	return &Tracer{provider: p, tracer: p.Tracer("gitlab.com/edge/edge")}, nil
+}
+
+// tracesURL is where OTLP/HTTP sends traces: the endpoint's own path, or, for a bare collector
+// address, /v1/traces (as OTEL_EXPORTER_OTLP_ENDPOINT is read).
+func tracesURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return endpoint
+	}
+	u.Path = "/v1/traces"
+	return u.String()
 }
 
 // Shutdown sends the spans still buffered and stops.

@@ -35,6 +35,13 @@ type edgeConfig struct {
 	TLS         *tlsConfig         `yaml:"tls,omitempty"`
 	Aggregation *aggregationConfig `yaml:"aggregation,omitempty"`
 	Log         logConfig          `yaml:"log,omitempty"`
+	Tracing     *tracingConfig     `yaml:"tracing,omitempty"`
+}
+
+type tracingConfig struct {
+	Endpoint    string  `yaml:"otlp_endpoint"`
+	Protocol    string  `yaml:"protocol,omitempty"`
+	SampleRatio float64 `yaml:"sample_ratio"`
 }
 
 type listenConfig struct {

@@ -49,6 +49,12 @@ type tunnelCluster struct {
 // registry TTL and refresh registryTTL and registryRefresh.
 func newTunnelCluster(t *testing.T, n int) *tunnelCluster {
 	t.Helper()
+	return newTunnelClusterWith(t, n, nil)
+}
+
+// newTunnelClusterWith is newTunnelCluster with configure applied to each edge's config.
+func newTunnelClusterWith(t *testing.T, n int, configure func(*edgeConfig)) *tunnelCluster {
+	t.Helper()
 	c := &tunnelCluster{t: t, dir: t.TempDir(), client: newClient(16)}
 	c.internalSecret = c.writeSecret("internal.key")
 	c.agentSecret = c.writeSecret("agent.key")
@@ -56,7 +62,11 @@ func newTunnelCluster(t *testing.T, n int) *tunnelCluster {
 	c.agentKeyFile = filepath.Join(c.dir, "agent.key")
 	c.redis = startRedis(t)
 	for range n {
-		c.edges = append(c.edges, startEdge(t, c.newEdgeConfig()))
+		cfg := c.newEdgeConfig()
+		if configure != nil {
+			configure(&cfg)
+		}
+		c.edges = append(c.edges, startEdge(t, cfg))
 	}
 	tok, err := tokens.MintGitLabAPIToken(c.apiSecret, "gitlab", "gitlab-kas", time.Now(), time.Hour)
 	if err != nil {
