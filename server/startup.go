@@ -67,5 +67,8 @@ func features(cfg *config.Config) []string {
 	if cfg.Log.AccessLog() {
 		out = append(out, "access_log")
 	}
+	if cfg.Tracing != nil {
+		out = append(out, "tracing")
+	}
 	return out
 }
