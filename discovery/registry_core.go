@@ -185,42 +185,36 @@ func (r *registry) Lookup(ctx context.Context, agentID string) ([]ConnInfo, erro
 
 // List returns the live connections of up to limit agents across the fleet, for the status page.
 func (r *registry) List(ctx context.Context, limit int) ([]ConnInfo, error) {
-	r.m.ops.WithLabelValues(opList).Inc()
-	sctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
-	all := func(ConnInfo) bool { return true }
-	local := r.localConns(all)
-	ids, err := r.store.agentIDs(sctx, limit)
-	var stored map[string]map[string][]ConnInfo
-	if err == nil && len(ids) > 0 {
-		stored, err = r.store.agents(sctx, ids)
-	}
-	if err != nil {
-		return local, r.storeError(ctx, opList, "list agents", err)
-	}
-	r.storeOK()
-	return r.merge(stored, local, all), nil
+	return r.agentsOf(ctx, opList, "list agents", func(ConnInfo) bool { return true },
+		func(ctx context.Context) ([]string, error) { return r.store.agentIDs(ctx, limit) })
 }
 
 func (r *registry) ByProject(ctx context.Context, projectID string) ([]ConnInfo, error) {
 	if !validID(projectID) {
 		return nil, fmt.Errorf("by project: %w: project id %q", ErrInvalidID, projectID)
 	}
-	r.m.ops.WithLabelValues(opByProject).Inc()
+	return r.agentsOf(ctx, opByProject, "connections of project "+projectID,
+		func(c ConnInfo) bool { return c.ProjectID == projectID },
+		func(ctx context.Context) ([]string, error) { return r.store.project(ctx, projectID) })
+}
+
+// agentsOf is the live connections of the agents ids finds in the store, with this edge's own
+// that keep says (those also when the store cannot be read).
+func (r *registry) agentsOf(ctx context.Context, op, what string, keep func(ConnInfo) bool, ids func(context.Context) ([]string, error)) ([]ConnInfo, error) {
+	r.m.ops.WithLabelValues(op).Inc()
 	sctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	inProject := func(c ConnInfo) bool { return c.ProjectID == projectID }
-	local := r.localConns(inProject)
-	ids, err := r.store.project(sctx, projectID)
+	local := r.localConns(keep)
+	found, err := ids(sctx)
 	var stored map[string]map[string][]ConnInfo
-	if err == nil && len(ids) > 0 {
-		stored, err = r.store.agents(sctx, ids)
+	if err == nil && len(found) > 0 {
+		stored, err = r.store.agents(sctx, found)
 	}
 	if err != nil {
-		return local, r.storeError(ctx, opByProject, "connections of project "+projectID, err)
+		return local, r.storeError(ctx, op, what, err)
 	}
 	r.storeOK()
-	return r.merge(stored, local, inProject), nil
+	return r.merge(stored, local, keep), nil
 }
 
 func (r *registry) Forget(ctx context.Context, stale ConnInfo) error {
