@@ -143,8 +143,12 @@ func (c *CellHealth) RetryAfter() time.Duration {
 }
 
 // Eject takes the address out after a connection failure, for a back-off that grows while the
-// failures go on.
+// failures go on. The failures of requests that were in flight together count once: an address
+// already out stays out as long as it was.
 func (c *CellHealth) Eject(a *Address) {
+	if a.ejected.Load() > time.Now().UnixNano() {
+		return
+	}
 	n := a.failures.Add(1)
 	backoff := ejectMax
 	if n <= 6 {

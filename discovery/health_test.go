@@ -108,6 +108,11 @@ func TestEjectionAndLeastOutstanding(t *testing.T) {
 
 	c.Eject(a)
 	first := time.Until(time.Unix(0, a.ejected.Load()))
+	c.Eject(a) // a failure of a request in flight with the first: no longer
+	if again := time.Until(time.Unix(0, a.ejected.Load())); again > first {
+		t.Errorf("a second failure while out made the back-off %v, want it to stay %v", again, first)
+	}
+	a.ejected.Store(time.Now().Add(-time.Millisecond).UnixNano()) // the back-off is over
 	c.Eject(a)
 	second := time.Until(time.Unix(0, a.ejected.Load()))
 	if first > ejectBase || second <= first || second > 2*ejectBase {
@@ -133,6 +138,7 @@ func TestEjectionAndLeastOutstanding(t *testing.T) {
 		t.Error("an answer did not end the failure streak")
 	}
 	for i := range 30 {
+		b.ejected.Store(1)
 		c.Eject(b)
 		if d := time.Until(time.Unix(0, b.ejected.Load())); d > ejectMax {
 			t.Fatalf("failure %d: back-off %v over the %v cap", i, d, ejectMax)
