@@ -3,7 +3,7 @@ FUZZEXECS ?= 150000
 # make bench BENCH_FLAGS=--quick for a short run
 BENCH_FLAGS ?=
 
-.PHONY: all build demo test vet unit fuzz bench deps clean
+.PHONY: all build demo test vet unit fuzz bench soak deps clean
 
 all: build
 
@@ -53,6 +53,15 @@ bench:
 	$(GO) run ./bench/cmd/wsbench
 	$(GO) run ./bench/cmd/tlsbench
 	./scripts/deps.sh sshd=openssh-server && $(GO) run ./bench/cmd/sshbench
+
+# The chaos soak (bench/cmd/chaossoak; not part of make test or make bench): three edges, three
+# cells, Redis and two agents under runner and workspace load while a fault script kills -9 and
+# restarts them, 10 minutes of chaos (about 15 in all); chaos.md and chaos.json go into
+# $(BENCH_RESULTS). make soak SOAK_FLAGS=-quick: 90 s of chaos (about 4 minutes in all).
+SOAK_FLAGS ?=
+soak:
+	./scripts/deps.sh redis-server=redis-server
+	$(GO) run ./bench/cmd/chaossoak -results $(BENCH_RESULTS) $(SOAK_FLAGS)
 
 clean:
 	rm -rf bin

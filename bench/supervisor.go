@@ -204,3 +204,16 @@ func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, check func(
 		}
 	}
 }
+
+// Signal sends sig to the process's group (a chaos test's kill -9 is Signal(syscall.SIGKILL));
+// the process stays in the supervisor's list, so StopAll still waits for it. A process that has
+// already exited is no error.
+func (p *Proc) Signal(sig syscall.Signal) error {
+	if p.Exited() {
+		return nil
+	}
+	if err := syscall.Kill(-p.PID(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal %s: %w", p.Name, err)
+	}
+	return nil
+}

@@ -213,3 +213,22 @@ func TestWaitReady(t *testing.T) {
 		t.Errorf("a process that exits: %v, want its failure with its output", err)
 	}
 }
+
+func TestProcSignal(t *testing.T) {
+	s := &Supervisor{Dir: t.TempDir(), Name: "test"}
+	defer s.StopAll()
+	p, err := s.Start("sleep", []string{"sleep", "30"}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("Signal: %v", err)
+	}
+	waitDone(t, p)
+	if p.Err() == nil {
+		t.Errorf("a killed sleep exited with status 0")
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Errorf("Signal after the exit: %v, want nil", err)
+	}
+}

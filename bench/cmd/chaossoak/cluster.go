@@ -1,0 +1,512 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gitlab.com/edge/edge/bench"
+)
+
+const (
+	startTimeout = 30 * time.Second // a process, from its start to ready
+	agentWait    = 40 * time.Second // an agent, from its (or its edge's) start to listed: its reconnect back-off is 1 to 20 s
+)
+
+// slot is one process of the cluster across its restarts: the ports stay, the process changes.
+type slot struct {
+	name   string
+	proc   *bench.Proc
+	starts int  // processes started so far
+	kills  int  // killed by the fault script
+	down   bool // the fault script killed it and has not seen it ready again
+}
+
+type cellSlot struct {
+	slot
+	id                    uint64
+	addr, control, ledger string
+}
+
+type edgeSlot struct {
+	slot
+	idx                   int // 0..2
+	public, ops, internal string
+	conf                  string
+}
+
+type agentSlot struct {
+	slot
+	id        string
+	home      int // the edge it dials
+	upstream  *upstream
+	tokenFile string
+}
+
+// cluster is every process of the soak and how to start each one again.
+type cluster struct {
+	dir              string
+	out              io.Writer
+	sup              *bench.Supervisor
+	edgeBin, cellBin string
+	longPoll         time.Duration
+	jwtKey, jwtPub   string
+	agentKey, apiKey string
+	internalKey      string
+	apiToken         string
+	http             *http.Client
+
+	mu        sync.Mutex // guards the slots' proc, starts, kills and down
+	redisAddr string
+	redis     *slot
+	cells     [3]*cellSlot
+	edges     [3]*edgeSlot
+	agents    [2]*agentSlot
+	upstreams [2]*upstream
+}
+
+func logf(out io.Writer, format string, a ...any) {
+	fmt.Fprintf(out, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+}
+
+// start builds the binaries, writes keys and configs, and starts Redis, the cells, the edges, the
+// upstreams and the agents, each ready before the next.
+func (c *cluster) start(ctx context.Context, edgeBin string) error {
+	var err error
+	if c.edgeBin = edgeBin; c.edgeBin == "" {
+		logf(c.out, "building edge (./cmd/edge)")
+		if c.edgeBin, err = bench.GoBuild(ctx, c.dir, "./cmd/edge", "edge"); err != nil {
+			return err
+		}
+	}
+	logf(c.out, "building the soak cell (./bench/cmd/soakcell)")
+	if c.cellBin, err = bench.GoBuild(ctx, c.dir, "./bench/cmd/soakcell", "soakcell"); err != nil {
+		return err
+	}
+	if err := c.writeKeys(); err != nil {
+		return err
+	}
+	addr, err := bench.FreeAddr("127.0.0.1")
+	if err != nil {
+		return err
+	}
+	c.redisAddr = addr
+	c.redis = &slot{name: "redis"}
+	if err := c.startRedis(ctx); err != nil {
+		return err
+	}
+	for i := range c.cells {
+		cs := &cellSlot{slot: slot{name: fmt.Sprintf("cell%d", i+1)}, id: uint64(i + 1), ledger: filepath.Join(c.dir, fmt.Sprintf("cell%d.ledger", i+1))}
+		if cs.addr, err = bench.FreeAddr("127.0.0.1"); err != nil {
+			return err
+		}
+		if cs.control, err = bench.FreeAddr("127.0.0.1"); err != nil {
+			return err
+		}
+		c.cells[i] = cs
+		if err := c.startCell(ctx, i); err != nil {
+			return err
+		}
+	}
+	for i := range c.edges {
+		es := &edgeSlot{slot: slot{name: fmt.Sprintf("edge%d", i+1)}, idx: i, conf: filepath.Join(c.dir, fmt.Sprintf("edge%d.yaml", i+1))}
+		for _, p := range []*string{&es.public, &es.ops, &es.internal} {
+			if *p, err = bench.FreeAddr("127.0.0.1"); err != nil {
+				return err
+			}
+		}
+		spec := edgeSpec{public: es.public, ops: es.ops, internal: es.internal, redis: c.redisAddr, jwtPub: c.jwtPub,
+			agentKey: c.agentKey, apiKey: c.apiKey, internalKey: c.internalKey}
+		for j, cs := range c.cells {
+			spec.cells[j] = cs.addr
+		}
+		if err := os.WriteFile(es.conf, []byte(edgeConfig(spec)), 0o644); err != nil {
+			return err
+		}
+		c.edges[i] = es
+		if err := c.startEdge(ctx, i); err != nil {
+			return err
+		}
+	}
+	if c.apiToken, err = c.mint(ctx, "gitlab-api", "--secret-file", c.apiKey, "--ttl", "48h"); err != nil {
+		return err
+	}
+	for j := range c.agents {
+		id := fmt.Sprintf("a%d", j+1)
+		up, err := startUpstream(id)
+		if err != nil {
+			return err
+		}
+		c.upstreams[j] = up
+		tok, err := c.mint(ctx, "agent", "--key", c.agentKey, "--agent-id", id, "--ttl", "48h")
+		if err != nil {
+			return err
+		}
+		as := &agentSlot{slot: slot{name: "agent-" + id}, id: id, home: j, upstream: up, tokenFile: filepath.Join(c.dir, id+".tok")}
+		if err := os.WriteFile(as.tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+			return err
+		}
+		c.agents[j] = as
+		if err := c.startAgent(ctx, j); err != nil {
+			return err
+		}
+	}
+	// Everything is up when every edge sees every cell up and lists every agent.
+	for i := range c.edges {
+		if err := c.waitEdgeSeesAll(ctx, i, startTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeKeys makes the job tokens' RSA key (the cells sign, edge verifies the public half) and
+// the HS256 secrets, in the temporary directory.
+func (c *cluster) writeKeys() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	c.jwtKey = filepath.Join(c.dir, "jwt.key")
+	if err := os.WriteFile(c.jwtKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return err
+	}
+	pub, err := bench.PublicKeyPEM(key)
+	if err != nil {
+		return err
+	}
+	c.jwtPub = filepath.Join(c.dir, "jwt.pub")
+	if err := os.WriteFile(c.jwtPub, pub, 0o644); err != nil {
+		return err
+	}
+	for _, p := range []*string{&c.agentKey, &c.apiKey, &c.internalKey} {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(c.dir, "secret-*.key")
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(hex.EncodeToString(b[:]))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		*p = f.Name()
+	}
+	return nil
+}
+
+// mint runs `edge token mint KIND ARGS...` and returns the token.
+func (c *cluster) mint(ctx context.Context, kind string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.edgeBin, append([]string{"token", "mint", kind}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("edge token mint %s: %w: %s", kind, err, strings.TrimSpace(stderr.String()))
+	}
+	tok := strings.TrimSpace(string(out))
+	if tok == "" || strings.ContainsAny(tok, " \n") {
+		return "", fmt.Errorf("edge token mint %s: not one token on its output", kind)
+	}
+	return tok, nil
+}
+
+// launch starts the next process of a slot, named name, name.2, name.3, ... so each keeps its log.
+func (c *cluster) launch(s *slot, argv []string, o bench.StartOptions) (*bench.Proc, error) {
+	c.mu.Lock()
+	s.starts++
+	name := s.name
+	if s.starts > 1 {
+		name += "." + strconv.Itoa(s.starts)
+	}
+	c.mu.Unlock()
+	p, err := c.sup.Start(name, argv, o)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	s.proc = p
+	c.mu.Unlock()
+	return p, nil
+}
+
+func (c *cluster) startRedis(ctx context.Context) error {
+	_, port, _ := net.SplitHostPort(c.redisAddr)
+	p, err := c.launch(c.redis, []string{"redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--loglevel", "warning"}, bench.StartOptions{})
+	if err != nil {
+		return err
+	}
+	return p.WaitReady(ctx, startTimeout, func() (bool, error) { return redisPing(c.redisAddr) == nil, nil })
+}
+
+// redisPing sends PING in the Redis protocol and wants +PONG.
+func redisPing(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(conn, "*1\r\n$4\r\nPING\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// startCell starts cell i (again): same ports, same ledger, one more incarnation. Ready when it
+// printed ready and answers its readiness endpoint.
+func (c *cluster) startCell(ctx context.Context, i int) error {
+	cs := c.cells[i]
+	c.mu.Lock()
+	incarnation := cs.starts
+	c.mu.Unlock()
+	argv := []string{c.cellBin, "-id", strconv.FormatUint(cs.id, 10), "-listen", cs.addr, "-control", cs.control,
+		"-ledger", cs.ledger, "-jwt-key", c.jwtKey, "-kid", jwtKid, "-issuer", jwtIssuer, "-audience", jwtAudience,
+		"-long-poll", c.longPoll.String(), "-incarnation", strconv.Itoa(incarnation)}
+	if cs.id == 1 {
+		argv = append(argv, "-legacy")
+	}
+	p, err := c.launch(&cs.slot, argv, bench.StartOptions{Stdout: true})
+	if err != nil {
+		return err
+	}
+	return p.WaitReady(ctx, startTimeout, func() (bool, error) {
+		b, _ := os.ReadFile(p.Out)
+		if !strings.Contains(string(b), "\nready\n") {
+			return false, nil
+		}
+		return c.getOK(ctx, "http://"+cs.addr+"/-/readiness"), nil
+	})
+}
+
+// startEdge starts edge i (again) on its config; ready when /readyz is 200.
+func (c *cluster) startEdge(ctx context.Context, i int) error {
+	es := c.edges[i]
+	p, err := c.launch(&es.slot, []string{c.edgeBin, "serve", "--config", es.conf}, bench.StartOptions{})
+	if err != nil {
+		return err
+	}
+	return p.WaitReady(ctx, startTimeout, func() (bool, error) { return c.getOK(ctx, "http://"+es.ops+"/readyz"), nil })
+}
+
+// startAgent starts agent j (again) against its edge; ready when that edge lists a connection of
+// it held there.
+func (c *cluster) startAgent(ctx context.Context, j int) error {
+	as := c.agents[j]
+	es := c.edges[as.home]
+	p, err := c.launch(&as.slot, []string{c.edgeBin, "agent", "--edge", "http://" + es.public, "--token-file", as.tokenFile,
+		"--allow-port", strconv.Itoa(as.upstream.port), "--log-level", "info"}, bench.StartOptions{})
+	if err != nil {
+		return err
+	}
+	return p.WaitReady(ctx, agentWait, func() (bool, error) { return c.agentHeldBy(ctx, j, as.home), nil })
+}
+
+func (c *cluster) getOK(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// connections asks edge i's API for GitLab where agent j is connected: the holders' internal URLs.
+func (c *cluster) connections(ctx context.Context, i, j int) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("http://%s/-/api/v1/agents/%s/connections", c.edges[i].public, c.agents[j].id)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.apiToken)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var doc struct {
+		Connections []struct {
+			Edge string `json:"edge"`
+		} `json:"connections"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	var holders []string
+	for _, conn := range doc.Connections {
+		holders = append(holders, conn.Edge)
+	}
+	return holders, nil
+}
+
+// agentHeldBy tells whether edge i lists agent j connected at edge home.
+func (c *cluster) agentHeldBy(ctx context.Context, j, home int) bool {
+	holders, err := c.connections(ctx, home, j)
+	if err != nil {
+		return false
+	}
+	for _, h := range holders {
+		if h == "http://"+c.edges[home].internal {
+			return true
+		}
+	}
+	return false
+}
+
+// edgeSeesAll tells whether edge i reports every cell up and lists every agent at its home edge
+// (through the registry for the agents held elsewhere); what it lacks, when not.
+func (c *cluster) edgeSeesAll(ctx context.Context, i int) (bool, string) {
+	m, err := scrape(ctx, c.http, "http://"+c.edges[i].ops+"/metrics")
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, cs := range c.cells {
+		if m[fmt.Sprintf(`edge_cell_up{cell="%d"}`, cs.id)] != 1 {
+			return false, fmt.Sprintf("cell %d not up", cs.id)
+		}
+	}
+	for j, as := range c.agents {
+		holders, err := c.connections(ctx, i, j)
+		if err != nil {
+			return false, fmt.Sprintf("agent %s: %v", as.id, err)
+		}
+		if !contains(holders, "http://"+c.edges[as.home].internal) {
+			return false, fmt.Sprintf("agent %s not listed at edge%d (holders %v)", as.id, as.home+1, holders)
+		}
+	}
+	return true, ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *cluster) waitEdgeSeesAll(ctx context.Context, i int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := c.edgeSeesAll(ctx, i)
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("edge%d: not every cell up and agent listed after %s: %s", i+1, timeout, why)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// kill sends SIGKILL to the slot's process and waits for it to exit.
+func (c *cluster) kill(s *slot) error {
+	c.mu.Lock()
+	p := s.proc
+	s.kills++
+	s.down = true
+	c.mu.Unlock()
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-p.Done():
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s did not exit 10 s after SIGKILL", p.Name)
+	}
+}
+
+func (c *cluster) up(s *slot) {
+	c.mu.Lock()
+	s.down = false
+	c.mu.Unlock()
+}
+
+// slots are every process slot.
+func (c *cluster) slots() []*slot {
+	out := []*slot{c.redis}
+	for _, cs := range c.cells {
+		out = append(out, &cs.slot)
+	}
+	for _, es := range c.edges {
+		out = append(out, &es.slot)
+	}
+	for _, as := range c.agents {
+		out = append(out, &as.slot)
+	}
+	return out
+}
+
+// exitedUnexpectedly names the processes that exited without the fault script killing them.
+func (c *cluster) exitedUnexpectedly() []error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []error
+	for _, s := range c.slots() {
+		if s.proc != nil && !s.down && s.proc.Exited() {
+			out = append(out, s.proc.Failure())
+		}
+	}
+	return out
+}

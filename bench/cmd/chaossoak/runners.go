@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"gitlab.com/edge/edge/bench"
+)
+
+// runner is one runner loop: a gitlab-runner with one runner token, routed to one cell.
+type runner struct {
+	idx        int
+	cell       uint64
+	token      string
+	rng        *rand.Rand
+	lastUpdate string // X-GitLab-Last-Update of the last answer, sent back as last_update
+}
+
+// receipt is a job as a runner got it.
+type receipt struct {
+	ID         uint64
+	Runner     int
+	Req        string // the job request that got it
+	Edge       int
+	At         time.Time
+	Cell       uint64
+	Finished   bool   // the cell answered the PUT state=success with Job-Status success
+	Abandoned  string // why the runner gave up on it (the soak was stopped)
+	token      string
+	finishedAt time.Time
+}
+
+func newRunners(n int, seed int64) ([]*runner, error) {
+	out := make([]*runner, n)
+	for i := range out {
+		cell := uint64(i%3 + 1)
+		var random [16]byte
+		seedRand := rand.New(rand.NewPCG(uint64(seed), uint64(1000+i)))
+		for j := range random {
+			random[j] = byte(seedRand.UintN(256))
+		}
+		tok, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": int64(cell), "o": 1})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &runner{idx: i + 1, cell: cell, token: tok, rng: rand.New(rand.NewPCG(uint64(seed), uint64(100+i)))}
+	}
+	return out, nil
+}
+
+// runRunner polls for jobs and works each one it gets, until stop is set (checked between polls,
+// so a runner never walks away from a job or a held poll) or ctx ends.
+func (s *soak) runRunner(ctx context.Context, r *runner, stop *atomic.Bool) {
+	for !stop.Load() && ctx.Err() == nil {
+		rc, wait := s.poll(ctx, r)
+		if rc != nil {
+			s.busy.Add(1)
+			s.work(ctx, r, rc)
+			s.busy.Add(-1)
+			continue
+		}
+		_ = sleep(ctx, wait)
+	}
+}
+
+func (s *soak) edgeURL(i int, path string) string {
+	return "http://" + s.c.edges[i].public + path
+}
+
+// poll sends one POST /api/v4/jobs/request through a random edge; a job, or how long to wait
+// before the next poll.
+func (s *soak) poll(ctx context.Context, r *runner) (*receipt, time.Duration) {
+	edge := r.rng.IntN(3)
+	body, _ := json.Marshal(map[string]any{"token": r.token, "last_update": r.lastUpdate,
+		"info": map[string]any{"name": fmt.Sprintf("chaossoak-runner-%d", r.idx), "features": map[string]bool{"trace_checksum": false}}})
+	pctx, cancel := context.WithTimeout(ctx, s.o.longPoll+70*time.Second) // edge's long_poll_timeout is 65 s
+	defer cancel()
+	req, _ := http.NewRequestWithContext(pctx, http.MethodPost, s.edgeURL(edge, "/api/v4/jobs/request"), bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	ex := send(s.client, s.rec, kindPoll, edge+1, req)
+	a := ex.a
+	a.RunnerID = r.idx
+	var got *receipt
+	wait := backoff(ex)
+	switch {
+	case a.Source == sourceCell && a.Status == http.StatusCreated:
+		var job struct {
+			ID    uint64 `json:"id"`
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal(ex.body, &job); err != nil || job.ID == 0 || job.Token == "" {
+			a.Detail = fmt.Sprintf("a 201 without a job: %v", err)
+			break
+		}
+		a.OK = true
+		got = &receipt{ID: job.ID, Runner: r.idx, Req: a.Req, Edge: edge + 1, At: a.End, Cell: r.cell, token: job.Token}
+		s.received(got)
+	case a.Source == sourceCell && a.Status == http.StatusNoContent:
+		a.OK = true
+		r.lastUpdate = ex.resp.Header.Get("X-GitLab-Last-Update")
+		wait = 0
+	}
+	s.rec.add(a)
+	return got, wait
+}
+
+// backoff is how long a runner waits after a failed request: the answer's Retry-After (at most
+// 5 s), 200 ms after no answer (the edge is down: another is drawn next time), else 1 s.
+func backoff(ex exchange) time.Duration {
+	if ex.resp == nil {
+		return 200 * time.Millisecond
+	}
+	if ra, err := strconv.Atoi(ex.resp.Header.Get("Retry-After")); err == nil && ra > 0 {
+		return min(time.Duration(ra)*time.Second, 5*time.Second)
+	}
+	return time.Second
+}
+
+// work runs a job as gitlab-runner does, shortened: send the log, "run" for a moment, report
+// success. Each call is retried (through another random edge) until the cell takes it.
+func (s *soak) work(ctx context.Context, r *runner, rc *receipt) {
+	id := rc.ID
+	trace := fmt.Sprintf("chaossoak: runner %d ran job %d\n", r.idx, id)
+	for {
+		if ctx.Err() != nil {
+			s.abandon(id, "stopped while sending the trace")
+			return
+		}
+		edge := r.rng.IntN(3)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, s.edgeURL(edge, fmt.Sprintf("/api/v4/jobs/%d/trace", id)), strings.NewReader(trace))
+		req.Header.Set("JOB-TOKEN", rc.token)
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Content-Range", fmt.Sprintf("0-%d", len(trace)-1))
+		ex := send(s.client, s.rec, kindTrace, edge+1, req)
+		a := ex.a
+		a.RunnerID = r.idx
+		// 416 with the whole trace in Range: an earlier PATCH got there and its answer was lost.
+		a.OK = a.Source == sourceCell && (a.Status == http.StatusAccepted ||
+			a.Status == http.StatusRequestedRangeNotSatisfiable && ex.resp.Header.Get("Range") == fmt.Sprintf("0-%d", len(trace)))
+		s.rec.add(a)
+		if a.OK {
+			break
+		}
+		_ = sleep(ctx, backoff(ex))
+	}
+	_ = sleep(ctx, time.Duration(200+r.rng.IntN(1000))*time.Millisecond)
+	body, _ := json.Marshal(map[string]string{"token": rc.token, "state": "success"})
+	for {
+		if ctx.Err() != nil {
+			s.abandon(id, "stopped while reporting success")
+			return
+		}
+		edge := r.rng.IntN(3)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, s.edgeURL(edge, fmt.Sprintf("/api/v4/jobs/%d", id)), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		ex := send(s.client, s.rec, kindFinish, edge+1, req)
+		a := ex.a
+		a.RunnerID = r.idx
+		a.OK = a.Source == sourceCell && a.Status == http.StatusOK && ex.resp.Header.Get("Job-Status") == "success"
+		s.rec.add(a)
+		if a.OK {
+			s.finished(id)
+			return
+		}
+		_ = sleep(ctx, backoff(ex))
+	}
+}
+
+// received notes a job a runner got.
+func (s *soak) received(rc *receipt) {
+	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
+	s.receipts[rc.ID] = append(s.receipts[rc.ID], rc)
+}
+
+func (s *soak) finished(id uint64) {
+	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
+	for _, rc := range s.receipts[id] {
+		rc.Finished, rc.finishedAt = true, time.Now()
+	}
+}
+
+func (s *soak) abandon(id uint64, why string) {
+	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
+	for _, rc := range s.receipts[id] {
+		if !rc.Finished {
+			rc.Abandoned = why
+		}
+	}
+}
+
+// produce queues jobs at -jobs per second on random cells through their control listeners
+// (not through edge: it is GitLab creating pipelines) until until. A cell that is down refuses;
+// its id is not used again.
+func (s *soak) produce(ctx context.Context, rng *rand.Rand, until time.Time) {
+	every := time.Duration(float64(time.Second) / s.o.jobRate)
+	next := time.Now()
+	for ctx.Err() == nil && time.Now().Before(until) {
+		i := rng.IntN(3)
+		s.jobsMu.Lock()
+		s.nextJob[i]++
+		id := uint64(i+1)*cellIDBase + s.nextJob[i]
+		s.jobsMu.Unlock()
+		err := s.queue(ctx, i, id)
+		s.jobsMu.Lock()
+		if err != nil {
+			s.queueRefused++
+		} else {
+			s.queued[id] = time.Now()
+		}
+		s.jobsMu.Unlock()
+		next = next.Add(every)
+		_ = sleep(ctx, time.Until(next))
+	}
+}
+
+func (s *soak) queue(ctx context.Context, i int, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.c.cells[i].control+"/jobs", strings.NewReader(fmt.Sprintf(`{"ids":[%d]}`, id)))
+	resp, err := s.c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("queue job %d: %s", id, resp.Status)
+	}
+	return nil
+}
+
+// cellStats is a soak cell's GET /stats.
+type cellStats struct {
+	Pending  int `json:"pending"`
+	Running  int `json:"running"`
+	Finished int `json:"finished"`
+	Held     int `json:"held"`
+}
+
+func (s *soak) cellStats(ctx context.Context, i int) (cellStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.c.cells[i].control+"/stats", nil)
+	resp, err := s.c.http.Do(req)
+	if err != nil {
+		return cellStats{}, err
+	}
+	defer resp.Body.Close()
+	var st cellStats
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}

@@ -1,0 +1,380 @@
+// Command soakcell is one fake GitLab cell for the chaos soak (bench/cmd/chaossoak): an
+// internal/cellsim cell (the runner API: job request long polls, traces, job updates) on a
+// listener, and a control listener the soak queues jobs through.
+//
+// Its jobs outlive the process, as a GitLab cell's database outlives its web processes: every
+// change is appended to a ledger file (bench.LedgerEntry, one JSON line) before the cell answers,
+// and a cell started on an existing ledger restores its jobs from it (pending ones queued again,
+// handed-out ones never again), so the soak can kill -9 it and start it again on the same ports.
+// The ledger also lists every request's Soak-Request-Id, so the soak can tell a request that
+// reached the cell twice.
+//
+//	soakcell -id 2 -listen 127.0.0.1:3002 -control 127.0.0.1:4002 -ledger cell2.ledger \
+//	    -jwt-key key.pem -long-poll 10s [-legacy] [-incarnation N]
+//
+// It prints "listening cell ADDR", "listening control ADDR", "restored N jobs (P pending)" and
+// "ready" on stdout. Control: POST /jobs {"ids":[...]} queues jobs with those ids (200 {"queued":
+// n} once the ledger has them); GET /stats answers {"pending","running","finished","held"}.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gitlab.com/edge/edge/bench"
+	"gitlab.com/edge/edge/internal/cellsim"
+)
+
+// CellHeader names the cell on every answer it writes: an answer without it was made by edge.
+const CellHeader = "Soak-Cell"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "soakcell:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	id                      uint64
+	legacy                  bool
+	listen, control, ledger string
+	jwtKey, kid, iss, aud   string
+	longPoll                time.Duration
+	incarnation             int
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("soakcell", flag.ContinueOnError)
+	fs.Uint64Var(&o.id, "id", 0, "cell id (required)")
+	fs.BoolVar(&o.legacy, "legacy", false, "the legacy cell")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "the cell's listener")
+	fs.StringVar(&o.control, "control", "127.0.0.1:0", "the control listener")
+	fs.StringVar(&o.ledger, "ledger", "", "the ledger file, read at start and appended to (required)")
+	fs.StringVar(&o.jwtKey, "jwt-key", "", "PEM RSA key to sign job tokens (RS256 JWTs) with; empty: opaque job tokens")
+	fs.StringVar(&o.kid, "kid", "k1", "the job tokens' kid")
+	fs.StringVar(&o.iss, "issuer", "https://gitlab.example.com", "the job tokens' issuer")
+	fs.StringVar(&o.aud, "audience", "gitlab-authz-token", "the job tokens' audience")
+	fs.DurationVar(&o.longPoll, "long-poll", 10*time.Second, "how long a job request is held when there is no job")
+	fs.IntVar(&o.incarnation, "incarnation", 0, "how many times this cell was started before (written to the ledger)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.id == 0 || o.ledger == "" {
+		return o, errors.New("-id and -ledger are required")
+	}
+	return o, nil
+}
+
+func run(args []string) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	opts := cellsim.Options{CellID: o.id, Legacy: o.legacy, LongPoll: o.longPoll}
+	if o.jwtKey != "" {
+		pemBytes, err := os.ReadFile(o.jwtKey)
+		if err != nil {
+			return err
+		}
+		key, err := bench.ParseRSAPrivateKey(pemBytes)
+		if err != nil {
+			return err
+		}
+		opts.JobToken = &cellsim.JobTokenSigner{Key: key, Algorithm: "RS256", KID: o.kid, Issuer: o.iss, Audience: o.aud, TTL: 24 * time.Hour}
+	}
+	c, restored, pending, err := open(opts, o.ledger, o.incarnation)
+	if err != nil {
+		return err
+	}
+	defer c.ledger.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 2)
+	var servers []*http.Server
+	for _, l := range []struct {
+		name, addr string
+		h          http.Handler
+	}{{"cell", o.listen, c.handler()}, {"control", o.control, c.controlHandler()}} {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return fmt.Errorf("listen %s on %s: %w", l.name, l.addr, err)
+		}
+		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		fmt.Printf("listening %s %s\n", l.name, ln.Addr())
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serve %s: %w", l.name, err)
+			}
+		}()
+	}
+	fmt.Printf("restored %d jobs (%d pending)\nready\n", restored, pending)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(sctx)
+	}
+	return nil
+}
+
+// open makes the cell, restores the jobs of an existing ledger and opens it for appending.
+func open(opts cellsim.Options, ledger string, incarnation int) (c *soakCell, restored, pending int, err error) {
+	cell, err := cellsim.New(opts)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	c = &soakCell{cell: cell, id: opts.CellID, incarnation: incarnation, jobs: map[uint64]bool{}}
+	if restored, pending, err = c.restore(ledger); err != nil {
+		return nil, 0, 0, err
+	}
+	if c.ledger, err = os.OpenFile(ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+		return nil, 0, 0, err
+	}
+	if err := c.write(bench.LedgerEntry{Ev: bench.LedgerStarted, Incarnation: incarnation, Restored: restored}); err != nil {
+		c.ledger.Close()
+		return nil, 0, 0, err
+	}
+	return c, restored, pending, nil
+}
+
+// soakCell is the cellsim cell with its ledger.
+type soakCell struct {
+	cell        *cellsim.Cell
+	id          uint64
+	incarnation int
+
+	mu     sync.Mutex
+	ledger *os.File
+	jobs   map[uint64]bool // every job id the cell knows
+}
+
+// write appends one ledger line (one write, so a kill -9 cuts at most the line being written,
+// which ReadLedger skips).
+func (c *soakCell) write(e bench.LedgerEntry) error {
+	e.T = time.Now().UnixMilli()
+	e.Cell = c.id
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.ledger.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return nil
+}
+
+// restore gives the cell the jobs of an existing ledger, in their queue order.
+func (c *soakCell) restore(path string) (restored, pending int, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	l, err := bench.ReadLedger(f)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, id := range l.Order {
+		j := l.Jobs[id]
+		if j.Token == "" {
+			continue // a line without the token cannot be restored; never written by this cell
+		}
+		if err := c.cell.RestoreJob(cellsim.Job{ID: j.ID, Token: j.Token, State: j.State, Trace: j.Trace}); err != nil {
+			return 0, 0, err
+		}
+		c.jobs[id] = true
+		restored++
+		if j.State == "pending" {
+			pending++
+		}
+	}
+	return restored, pending, nil
+}
+
+// handler is the cell's runner API, with its name on every answer, and the ledger written
+// before the answers that hand out or change a job.
+func (c *soakCell) handler() http.Handler {
+	inner := c.cell.Handler()
+	name := strconv.FormatUint(c.id, 10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(CellHeader, name)
+		req := r.Header.Get(bench.RequestIDHeader)
+		route, jobID := route(r)
+		if req != "" {
+			if err := c.write(bench.LedgerEntry{Ev: bench.LedgerSeen, Req: req, Route: route}); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		inner.ServeHTTP(&ledgerWriter{ResponseWriter: w, c: c, route: route, jobID: jobID, req: req}, r)
+	})
+}
+
+// route names the request as the ledger does, with the job id of a job call.
+func route(r *http.Request) (string, uint64) {
+	p := r.URL.Path
+	if r.Method == http.MethodPost && p == "/api/v4/jobs/request" {
+		return "jobs/request", 0
+	}
+	rest, ok := strings.CutPrefix(p, "/api/v4/jobs/")
+	if !ok {
+		return "other", 0
+	}
+	idText, tail, _ := strings.Cut(rest, "/")
+	id, err := strconv.ParseUint(idText, 10, 64)
+	if err != nil {
+		return "other", 0
+	}
+	switch {
+	case r.Method == http.MethodPut && tail == "":
+		return "jobs/:id", id
+	case r.Method == http.MethodPatch && tail == "trace":
+		return "jobs/:id/trace", id
+	}
+	return "other", 0
+}
+
+// ledgerWriter writes the ledger line of an answer before the answer: a 201 to a job request
+// (held until its body names the job), a 2xx to a job call.
+type ledgerWriter struct {
+	http.ResponseWriter
+	c       *soakCell
+	route   string
+	jobID   uint64
+	req     string
+	held    int // the status of a 201 waiting for its body
+	ledgerr error
+}
+
+func (w *ledgerWriter) WriteHeader(status int) {
+	switch {
+	case w.route == "jobs/request" && status == http.StatusCreated:
+		w.held = status
+		return
+	case w.jobID != 0 && status >= 200 && status < 300:
+		if j, ok := w.c.cell.Job(w.jobID); ok {
+			w.ledgerr = w.c.write(bench.LedgerEntry{Ev: bench.LedgerUpdated, ID: j.ID, State: j.State, Trace: j.Trace, Req: w.req})
+		}
+	}
+	if w.ledgerr != nil {
+		// An answer the ledger does not have would make a restart forget it: fail instead.
+		w.ResponseWriter.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *ledgerWriter) Write(b []byte) (int, error) {
+	if w.held != 0 {
+		status := w.held
+		w.held = 0
+		var body struct {
+			ID uint64 `json:"id"`
+		}
+		if err := json.Unmarshal(b, &body); err != nil || body.ID == 0 {
+			w.ledgerr = fmt.Errorf("a 201 without a job id: %v", err)
+		} else if j, ok := w.c.cell.Job(body.ID); ok {
+			w.c.mu.Lock()
+			w.c.jobs[j.ID] = true
+			w.c.mu.Unlock()
+			w.ledgerr = w.c.write(bench.LedgerEntry{Ev: bench.LedgerClaimed, ID: j.ID, Token: j.Token, State: j.State, Req: w.req, Incarnation: w.c.incarnation})
+		}
+		if w.ledgerr != nil {
+			w.ResponseWriter.WriteHeader(http.StatusInternalServerError)
+			return 0, w.ledgerr
+		}
+		w.ResponseWriter.WriteHeader(status)
+	}
+	if w.ledgerr != nil {
+		return 0, w.ledgerr
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *ledgerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// stats is GET /stats on the control listener.
+type stats struct {
+	Pending  int `json:"pending"`
+	Running  int `json:"running"`
+	Finished int `json:"finished"`
+	Held     int `json:"held"`
+}
+
+func (c *soakCell) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /jobs", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			IDs []uint64 `json:"ids"`
+		}
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, id := range in.IDs {
+			if err := c.cell.AddJobWithID(id); err != nil {
+				http.Error(w, err.Error(), http.StatusConflict)
+				return
+			}
+			j, _ := c.cell.Job(id)
+			c.mu.Lock()
+			c.jobs[id] = true
+			c.mu.Unlock()
+			if err := c.write(bench.LedgerEntry{Ev: bench.LedgerQueued, ID: id, Token: j.Token}); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"queued\":%d}\n", len(in.IDs))
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		ids := make([]uint64, 0, len(c.jobs))
+		for id := range c.jobs {
+			ids = append(ids, id)
+		}
+		c.mu.Unlock()
+		s := stats{Held: c.cell.Held()}
+		for _, id := range ids {
+			j, _ := c.cell.Job(id)
+			switch j.State {
+			case "pending":
+				s.Pending++
+			case "running":
+				s.Running++
+			default:
+				s.Finished++
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s)
+	})
+	return mux
+}
