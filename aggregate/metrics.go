@@ -1,8 +1,10 @@
 package aggregate
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +15,14 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	watches  prometheus.Gauge
+	mu       sync.Mutex
+	last     map[string]Outcome // by member
+}
+
+// Outcome is how a member last answered: its status class ("2xx", ...) or "unreachable".
+type Outcome struct {
+	Outcome string    `json:"outcome"`
+	At      time.Time `json:"at"`
 }
 
 // NewMetrics registers the aggregation's metrics (nil reg: a private registry). Register once per
@@ -22,6 +32,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		reg = prometheus.NewRegistry()
 	}
 	m := &Metrics{
+		last: map[string]Outcome{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_aggregation_member_requests_total",
 			Help: "Requests edge sent to member clusters, by member and outcome (the status class, or unreachable).",
@@ -54,6 +65,16 @@ func (m *Metrics) observe(member string, resp *http.Response, err error, d time.
 	}
 	m.requests.WithLabelValues(member, outcome).Inc()
 	m.latency.WithLabelValues(member).Observe(d.Seconds())
+	m.mu.Lock()
+	m.last[member] = Outcome{Outcome: outcome, At: time.Now().UTC()}
+	m.mu.Unlock()
+}
+
+// Last is how each member last answered, for the status page.
+func (m *Metrics) Last() map[string]Outcome {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.last)
 }
 
 func (m *Metrics) watchOpened() {

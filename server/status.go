@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"gitlab.com/edge/edge/aggregate"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/proxy"
 )
@@ -67,9 +68,10 @@ type AgentStatus struct {
 }
 
 type MemberStatus struct {
-	Name        string `json:"name"`
-	Server      string `json:"server"`
-	OpenWatches int    `json:"open_watches"`
+	Name        string            `json:"name"`
+	Server      string            `json:"server"`
+	OpenWatches int               `json:"open_watches"`
+	Last        aggregate.Outcome `json:"last"` // its last answer; zero: none yet
 }
 
 type CertStatus struct {
@@ -135,10 +137,10 @@ func (g *aggregation) memberStatus() []MemberStatus {
 	if g.watches == nil {
 		return nil
 	}
-	open := g.watches.Open()
+	open, last := g.watches.Open(), g.metrics.Last()
 	var out []MemberStatus
 	for _, m := range g.members {
-		out = append(out, MemberStatus{Name: m.Name, Server: m.Server, OpenWatches: open[m.Name]})
+		out = append(out, MemberStatus{Name: m.Name, Server: m.Server, OpenWatches: open[m.Name], Last: last[m.Name]})
 	}
 	return out
 }

@@ -48,8 +48,8 @@ const statusHTML = `<!doctype html>
 <h2>Peer edges</h2>
 {{if .S.Peers}}<ul>{{range .S.Peers}}<li>{{.}}</li>{{end}}</ul>{{else}}<p class="muted">none seen in the registry</p>{{end}}
 {{if .S.Aggregation}}<h2>Aggregation members</h2>
-<table><tr><th>member</th><th>server</th><th>open watches</th></tr>
-{{range .S.Aggregation}}<tr><td>{{.Name}}</td><td>{{.Server}}</td><td>{{.OpenWatches}}</td></tr>{{end}}</table>{{end}}
+<table><tr><th>member</th><th>server</th><th>last answer</th><th>open watches</th></tr>
+{{range .S.Aggregation}}<tr><td>{{.Name}}</td><td>{{.Server}}</td><td>{{if .Last.At.IsZero}}<span class="muted">none yet</span>{{else}}<span class="{{if eq .Last.Outcome "unreachable" "5xx"}}down{{else}}up{{end}}">{{.Last.Outcome}}</span> at {{.Last.At.Format "15:04:05"}}{{end}}</td><td>{{.OpenWatches}}</td></tr>{{end}}</table>{{end}}
 {{if .S.Certificates}}<h2>Certificates</h2>
 <table><tr><th>source</th><th>names</th><th>expires</th></tr>
 {{range .S.Certificates}}<tr><td>{{.Source}}</td><td>{{range .Names}}{{.}} {{end}}</td><td>{{.NotAfter.Format "2006-01-02 15:04Z07:00"}} (in {{.ExpiresIn}})</td></tr>{{end}}</table>{{end}}
