@@ -26,7 +26,7 @@ type recorder struct {
 	agent  string
 	rule   string
 	cause  string
-	token  string // the token kind a runner request was routed by, for its span
+	token  TokenKind // the kind of token a runner request was routed by, for its span
 }
 
 func (w *recorder) WriteHeader(code int) {

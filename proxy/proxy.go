@@ -131,7 +131,7 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 		return
 	}
 	p.metrics.decision(d.Source, d.Kind, d.Rule, false)
-	w.cell, w.rule, w.token = d.Cell.ID, d.Rule.String(), d.Kind.String()
+	w.cell, w.rule, w.token = d.Cell.ID, d.Rule.String(), d.Kind
 	t := p.targets[d.Cell.ID]
 	if a := t.health.Pick(); a == nil {
 		p.cellUnavailable(w, t)

@@ -26,8 +26,8 @@ func (w *recorder) endSpan(span trace.Span, r *http.Request) {
 	if w.rule != "" {
 		attrs = append(attrs, attribute.String("edge.rule", w.rule))
 	}
-	if w.token != "" {
-		attrs = append(attrs, attribute.String("edge.token_kind", w.token))
+	if w.route == RouteRunner {
+		attrs = append(attrs, attribute.String("edge.token_kind", w.token.String()))
 	}
 	if w.agent != "" {
 		attrs = append(attrs, attribute.String("edge.agent_id", w.agent))
