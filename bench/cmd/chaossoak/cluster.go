@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -259,28 +258,7 @@ func (c *cluster) startRedis(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return p.WaitReady(ctx, startTimeout, func() (bool, error) { return redisPing(c.redisAddr) == nil, nil })
-}
-
-// redisPing sends PING in the Redis protocol and wants +PONG.
-func redisPing(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(conn, "*1\r\n$4\r\nPING\r\n"); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
+	return p.WaitReady(ctx, startTimeout, func() (bool, error) { return bench.RedisPing(c.redisAddr) == nil, nil })
 }
 
 // startCell starts cell i (again): same ports, same ledger, one more incarnation. Ready when it

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -100,29 +99,8 @@ func (h *harness) startRedis(ctx context.Context) error {
 		return err
 	}
 	h.redis = p
-	if err := p.WaitReady(ctx, startTimeout, func() (bool, error) { return redisPing(h.redisAddr) == nil, nil }); err != nil {
+	if err := p.WaitReady(ctx, startTimeout, func() (bool, error) { return bench.RedisPing(h.redisAddr) == nil, nil }); err != nil {
 		return fmt.Errorf("redis: %w", err)
-	}
-	return nil
-}
-
-// redisPing sends PING in the Redis protocol and wants +PONG.
-func redisPing(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(conn, "*1\r\n$4\r\nPING\r\n"); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
 }
