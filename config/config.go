@@ -15,6 +15,7 @@ type Config struct {
 	TLS         *TLS         `yaml:"tls"`
 	Cells       []Cell       `yaml:"cells"`
 	Health      *HealthCheck `yaml:"health"` // defaults of cells[].health; nil: cells without their own are not checked
+	Runners     Runners      `yaml:"runners"`
 	Routing     Routing      `yaml:"routing"`
 	Limits      Limits       `yaml:"limits"`
 	Tokens      Tokens       `yaml:"tokens"`

@@ -77,6 +77,9 @@ func (c *Config) readFiles(f *files) {
 	if c.Aggregation != nil {
 		c.Aggregation.readFiles(f)
 	}
+	if a := c.Runners.Admission; a != nil {
+		a.readFiles(f)
+	}
 }
 
 // applyAbsent sets the defaults that depend on what the file leaves out, which only Parse knows

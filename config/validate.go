@@ -24,6 +24,7 @@ func (c *Config) validate(ch *checker) {
 	c.validateListen(ch)
 	c.validateCells(ch)
 	c.validateHealth(ch)
+	c.validateRunners(ch)
 	c.Routing.validate(ch)
 	c.Limits.validate(ch)
 	c.Tokens.validate(ch)
