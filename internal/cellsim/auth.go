@@ -11,9 +11,10 @@ import (
 
 // bodyFields are the fields of a runner API body the cell looks at.
 type bodyFields struct {
-	Token      string `json:"token"`
-	LastUpdate string `json:"last_update"`
-	State      string `json:"state"`
+	Token         string `json:"token"`
+	LastUpdate    string `json:"last_update"`
+	State         string `json:"state"`
+	FailureReason string `json:"failure_reason"`
 }
 
 // parseBody reads a JSON or form body the way Grape would; ok is false when it is neither.
@@ -27,18 +28,20 @@ func parseBody(contentType string, b []byte) (f bodyFields, ok bool) {
 		if err != nil {
 			return f, false
 		}
-		return bodyFields{Token: v.Get("token"), LastUpdate: v.Get("last_update"), State: v.Get("state")}, true
+		return bodyFields{Token: v.Get("token"), LastUpdate: v.Get("last_update"), State: v.Get("state"), FailureReason: v.Get("failure_reason")}, true
 	}
 	// Grape parses JSON for application/json and, for these endpoints, anything else too.
 	var raw struct {
-		Token      any `json:"token"`
-		LastUpdate any `json:"last_update"`
-		State      any `json:"state"`
+		Token         any `json:"token"`
+		LastUpdate    any `json:"last_update"`
+		State         any `json:"state"`
+		FailureReason any `json:"failure_reason"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return f, false
 	}
-	return bodyFields{Token: asString(raw.Token), LastUpdate: asString(raw.LastUpdate), State: asString(raw.State)}, true
+	return bodyFields{Token: asString(raw.Token), LastUpdate: asString(raw.LastUpdate), State: asString(raw.State),
+		FailureReason: asString(raw.FailureReason)}, true
 }
 
 func asString(v any) string {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -549,5 +550,45 @@ func TestNewServer(t *testing.T) {
 	}
 	if err := <-held; err == nil {
 		t.Errorf("held request after Close: got an answer, want an error")
+	}
+}
+
+// The calls that fail a job as a runner would (runner-api.md, admission): a trace line, then
+// state failed with runner_system_failure, both checked by job id; a job that ended answers a
+// later state 403 with its status.
+func TestFailJobAsARunner(t *testing.T) {
+	cell, srv := newCell(t, cellsim.Options{CellID: 2, JobIDBase: 2000001})
+	id, err := cell.AddJob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := cell.Job(id)
+	path := "/api/v4/jobs/" + strconv.FormatUint(id, 10)
+	line := "edge: admission controller policy rejected this job: image not allowed\n"
+	req, _ := http.NewRequest("PATCH", srv.URL+path+"/trace", strings.NewReader(line))
+	req.Header.Set("JOB-TOKEN", j.Token)
+	req.Header.Set("Content-Range", "0-"+strconv.Itoa(len(line)-1))
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("trace: %d", res.StatusCode)
+	}
+	fail := `{"token":"` + j.Token + `","state":"failed","failure_reason":"runner_system_failure","exit_code":1}`
+	if res, _ := do(t, srv, call{method: "PUT", path: path, body: fail}); res.StatusCode != http.StatusOK || res.Header.Get("Job-Status") != "failed" {
+		t.Fatalf("PUT failed: %d %q", res.StatusCode, res.Header.Get("Job-Status"))
+	}
+	got, _ := cell.Job(id)
+	if got.State != "failed" || got.FailureReason != "runner_system_failure" || string(got.Trace) != line {
+		t.Errorf("job %d: state %q reason %q trace %q", id, got.State, got.FailureReason, got.Trace)
+	}
+	if res, _ := do(t, srv, call{method: "PUT", path: path, body: fail}); res.StatusCode != http.StatusOK {
+		t.Errorf("the same state again: %d, want 200", res.StatusCode)
+	}
+	res, _ = do(t, srv, call{method: "PUT", path: path, body: `{"token":"` + j.Token + `","state":"success"}`})
+	if res.StatusCode != http.StatusForbidden || res.Header.Get("Job-Status") != "failed" {
+		t.Errorf("success after failed: %d Job-Status %q, want 403 failed", res.StatusCode, res.Header.Get("Job-Status"))
 	}
 }

@@ -58,14 +58,23 @@ func (c *Cell) updateJob(ex *exchange) response {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A job that ended stays as it ended: GitLab answers 403 with its status.
+	if ended(j.state) && f.State != j.state {
+		return messageResponse(http.StatusForbidden).with("Job-Status", j.state)
+	}
 	switch f.State {
 	case "running", "success", "failed", "canceled":
 		j.state = f.State
+	}
+	if f.State == "failed" {
+		j.failureReason = f.FailureReason
 	}
 	return textResponse(http.StatusOK, "200").
 		with("Job-Status", j.state).
 		with("X-GitLab-Trace-Update-Interval", traceUpdateInterval)
 }
+
+func ended(state string) bool { return state == "success" || state == "failed" || state == "canceled" }
 
 // maxTracePatch bounds one trace PATCH (gitlab-runner sends at most about 1 MiB).
 const maxTracePatch = 16 << 20

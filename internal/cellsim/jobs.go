@@ -13,6 +13,7 @@ type job struct {
 	id             uint64
 	token          string
 	state          string // pending, running, success, failed
+	failureReason  string // with failed: why, as the runner said
 	trace          []byte
 	artifactSHA256 string
 	artifactSize   int64
@@ -24,6 +25,7 @@ type Job struct {
 	ID             uint64
 	Token          string
 	State          string
+	FailureReason  string
 	Trace          []byte
 	ArtifactSHA256 string
 	ArtifactSize   int64
@@ -73,7 +75,7 @@ func (c *Cell) Job(id uint64) (Job, bool) {
 		return Job{}, false
 	}
 	return Job{
-		ID: j.id, Token: j.token, State: j.state, Trace: append([]byte(nil), j.trace...),
+		ID: j.id, Token: j.token, State: j.state, FailureReason: j.failureReason, Trace: append([]byte(nil), j.trace...),
 		ArtifactSHA256: j.artifactSHA256, ArtifactSize: j.artifactSize,
 	}, true
 }
