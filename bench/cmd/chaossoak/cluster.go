@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -218,18 +217,7 @@ func (c *cluster) writeKeys() error {
 
 // mint runs `edge token mint KIND ARGS...` and returns the token.
 func (c *cluster) mint(ctx context.Context, kind string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, c.edgeBin, append([]string{"token", "mint", kind}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("edge token mint %s: %w: %s", kind, err, strings.TrimSpace(stderr.String()))
-	}
-	tok := strings.TrimSpace(string(out))
-	if tok == "" || strings.ContainsAny(tok, " \n") {
-		return "", fmt.Errorf("edge token mint %s: not one token on its output", kind)
-	}
-	return tok, nil
+	return bench.EdgeToken(ctx, c.edgeBin, kind, args...)
 }
 
 // launch starts the next process of a slot, named name, name.2, name.3, ... so each keeps its log.

@@ -7,34 +7,8 @@
 // goroutines. See bench/README.md, "Chaos soak".
 package main
 
-import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "gitlab.com/edge/edge/bench"
 
 func main() {
-	o, err := parseOptions(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaossoak:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code, err := run(ctx, o, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaossoak:", err)
-		if ctx.Err() != nil {
-			code = 130
-		}
-	}
-	stop()
-	os.Exit(code)
+	bench.Main("chaossoak", parseOptions, run)
 }

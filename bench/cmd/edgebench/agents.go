@@ -10,10 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"gitlab.com/edge/edge/bench"
@@ -53,18 +51,7 @@ func (h *harness) prepareAgents(ctx context.Context) error {
 
 // mint runs `edge token mint KIND ARGS...` and returns the token.
 func (h *harness) mint(ctx context.Context, kind string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, h.edgeBin, append([]string{"token", "mint", kind}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("edge token mint %s: %w: %s", kind, err, strings.TrimSpace(stderr.String()))
-	}
-	tok := strings.TrimSpace(string(out))
-	if tok == "" || strings.ContainsAny(tok, " \n") {
-		return "", fmt.Errorf("edge token mint %s: not one token on its output", kind)
-	}
-	return tok, nil
+	return bench.EdgeToken(ctx, h.edgeBin, kind, args...)
 }
 
 func (h *harness) path(name string) string { return filepath.Join(h.dir, name) }

@@ -8,13 +8,10 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 func main() {
@@ -26,25 +23,7 @@ func main() {
 			exitOn(runClient(os.Stdin, os.Stdout))
 		}
 	}
-	o, err := parseOptions(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "longpollsoak:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code, err := run(ctx, o, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "longpollsoak:", err)
-		if ctx.Err() != nil {
-			code = 130
-		}
-	}
-	stop()
-	os.Exit(code)
+	bench.Main("longpollsoak", parseOptions, run)
 }
 
 func exitOn(err error) {
