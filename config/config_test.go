@@ -72,7 +72,7 @@ func TestSectionDefaults(t *testing.T) {
 	writeFile(t, dir, "ws.yaml", "workspaces: []\n")
 	writeFile(t, dir, "tokens.csv", "t,u,1\n")
 	writeFile(t, dir, "c1.token", "tok\n")
-	c := mustParseUnserved(t, dir, lines(append(baseLines(),
+	c := mustParse(t, dir, lines(append(baseLines(),
 		"listen: {internal: \"127.0.0.1:8081\", advertise_internal: \"http://127.0.0.1:8081\"}",
 		"internal: {secret_file: internal.key}",
 		"registry:",

@@ -48,42 +48,6 @@ func mustParse(t *testing.T, dir, src string) *Config {
 	return c
 }
 
-// unservedPrefix starts the problem that refuses a section this edge does not serve yet.
-const unservedPrefix = "not supported yet: "
-
-// parseUnserved is parse with the "not supported yet" refusals taken out: the refused sections
-// keep their checks and defaults, tested here for when they are served.
-func parseUnserved(t *testing.T, dir, src string) (*Config, Problems) {
-	t.Helper()
-	c, err := parseConfig([]byte(src), "edge.yaml", dir)
-	if err == nil {
-		return c, nil
-	}
-	var ps Problems
-	if !errors.As(err, &ps) {
-		t.Fatalf("Parse: got %v (%T), want Problems", err, err)
-	}
-	var rest Problems
-	for _, p := range ps {
-		if !strings.HasPrefix(p.Message, unservedPrefix) {
-			rest = append(rest, p)
-		}
-	}
-	if len(rest) == 0 {
-		return c, nil
-	}
-	return nil, rest
-}
-
-func mustParseUnserved(t *testing.T, dir, src string) *Config {
-	t.Helper()
-	c, ps := parseUnserved(t, dir, src)
-	if ps != nil {
-		t.Fatalf("Parse: unexpected problems:\n%v", ps)
-	}
-	return c
-}
-
 func find(ps Problems, path string) (Problem, bool) {
 	for _, p := range ps {
 		if p.Path == path {

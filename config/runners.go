@@ -66,9 +66,6 @@ func (c *Config) validateRunners(ch *checker) {
 		return
 	}
 	const p = "runners.admission"
-	// The section is read and checked, but no edge asks controllers yet: refusing it keeps a
-	// config from promising an admission that does not happen.
-	ch.add(p, "not supported yet: this edge does not ask admission controllers")
 	if a.Mode != AdmissionEnabled && a.Mode != AdmissionDryRun {
 		ch.add(p+".mode", "must be %s or %s", AdmissionEnabled, AdmissionDryRun)
 	}

@@ -141,3 +141,19 @@ func bytesMeaning(b []byte) []byte {
 	}
 	return b
 }
+
+// SameRunners: the runners section, controllers' secrets by content.
+func SameRunners(a, b Runners) bool {
+	meaning := func(r Runners) *Admission {
+		if r.Admission == nil {
+			return nil
+		}
+		m := *r.Admission
+		m.Controllers = slices.Clone(m.Controllers)
+		for i := range m.Controllers {
+			m.Controllers[i].SecretFile = ""
+		}
+		return &m
+	}
+	return reflect.DeepEqual(meaning(a), meaning(b))
+}

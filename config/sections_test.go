@@ -154,14 +154,14 @@ func TestValidSections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mustParseUnserved(t, dir, lines(tt.src...))
+			mustParse(t, dir, lines(tt.src...))
 		})
 	}
 }
 
 func TestACMEPaths(t *testing.T) {
 	dir := sectionDir(t)
-	c := mustParseUnserved(t, dir, lines(with("tls:", "  acme: {domains: [edge.example.com], ca_root: ca.pem, storage: var/certs}")...))
+	c := mustParse(t, dir, lines(with("tls:", "  acme: {domains: [edge.example.com], ca_root: ca.pem, storage: var/certs}")...))
 	tests := []struct{ name, got, want string }{
 		{"storage", c.TLS.ACME.Storage, dir + "/var/certs"},
 		{"ca_root", c.TLS.ACME.CARoot, dir + "/ca.pem"},

@@ -65,7 +65,7 @@ func replay(r *http.Request, prefix bodyPrefix) {
 		return
 	}
 	if prefix.complete {
-		r.Body = &replayBody{Reader: bytes.NewReader(prefix.data), closer: r.Body, inMemory: true}
+		r.Body = &replayBody{Reader: bytes.NewReader(prefix.data), closer: r.Body, inMemory: true, data: prefix.data}
 		return
 	}
 	r.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(prefix.data), r.Body), closer: r.Body}
@@ -76,6 +76,7 @@ type replayBody struct {
 	closer io.Closer
 	// inMemory: the whole body is in Reader, so sending it never waits on the client.
 	inMemory bool
+	data     []byte // the whole body, when inMemory
 }
 
 func (b *replayBody) Close() error { return b.closer.Close() }

@@ -90,6 +90,8 @@ type Decision struct {
 	Cell     *discovery.Cell
 	Rule     Rule
 	Body     string // whether the body was read for a token, and why not
+	// Admission, for a jobs/request with runners.admission, is who would be asked about the job.
+	Admission *AdmissionPlan
 }
 
 type decisionJSON struct {
@@ -104,6 +106,7 @@ type decisionJSON struct {
 	CellURL     string            `json:"cell_url"`
 	Rule        string            `json:"rule"`
 	Body        string            `json:"body,omitempty"`
+	Admission   *AdmissionPlan    `json:"admission,omitempty"`
 }
 
 func (d Decision) MarshalJSON() ([]byte, error) {
@@ -115,6 +118,7 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		Reason:      d.Reason,
 		Rule:        d.Rule.String(),
 		Body:        d.Body,
+		Admission:   d.Admission,
 	}
 	if d.Kind == KindJobJWT {
 		out.Verified = &d.Verified

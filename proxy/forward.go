@@ -57,6 +57,7 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 		p.transports = []*InlineTransport{plain, longPoll}
 		plainTransport, longPollTransport = plain, longPoll
 	}
+	p.cellTransport = plainTransport
 	buffers, held := &bufferPool{size: copyBufferSize}, &bufferPool{size: heldCopyBufferSize}
 	targets := make(map[uint64]*target)
 	for _, cell := range p.cells.All() {
@@ -78,8 +79,8 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 			plain := o.Tracer.Transport(&addressTransport{plainTransport, t.health, a}, "cell "+label, cellAttr)
 			longPoll := o.Tracer.Transport(&addressTransport{longPollTransport, t.health, a}, "cell "+label, cellAttr)
 			t.addrs = append(t.addrs, addressProxies{
-				plain:    p.reverseProxy(cell, a.URL, label, plain, buffers, false),
-				longPoll: p.reverseProxy(cell, a.URL, label, longPoll, held, true),
+				plain:    p.reverseProxy(t, a.URL, label, plain, buffers, false),
+				longPoll: p.reverseProxy(t, a.URL, label, longPoll, held, true),
 			})
 		}
 		targets[cell.ID] = t
@@ -117,7 +118,8 @@ func newTransport(dialer *net.Dialer, dialTimeout, responseHeaderTimeout time.Du
 	}
 }
 
-func (p *Proxy) reverseProxy(cell *discovery.Cell, addr *url.URL, label string, transport http.RoundTripper, buffers httputil.BufferPool, learn bool) *httputil.ReverseProxy {
+func (p *Proxy) reverseProxy(t *target, addr *url.URL, label string, transport http.RoundTripper, buffers httputil.BufferPool, jobAnswers bool) *httputil.ReverseProxy {
+	cell := t.cell
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(addr)
@@ -150,11 +152,8 @@ func (p *Proxy) reverseProxy(cell *discovery.Cell, addr *url.URL, label string, 
 			WriteError(w, status, cause, "cell "+label+": "+causeText(cause))
 		},
 	}
-	if learn && p.learned != nil {
-		rp.ModifyResponse = func(resp *http.Response) error {
-			p.learnJob(cell, resp)
-			return nil
-		}
+	if jobAnswers && (p.learned != nil || p.admission != nil) {
+		rp.ModifyResponse = func(resp *http.Response) error { return p.jobAnswer(t, resp) }
 	}
 	return rp
 }

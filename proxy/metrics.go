@@ -14,6 +14,8 @@ type Metrics struct {
 	decisions      *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
 	learnedJobs    prometheus.Counter
+	signals        *queueSignals
+	admission      *admissionMetrics
 
 	// Children resolved once, so the request path does no label hashing.
 	inFlightBy  [2]prometheus.Gauge
@@ -69,8 +71,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "edge_learned_job_ids_total",
 			Help: "Job ids learned from jobs/request answers.",
 		}),
+		signals:   newQueueSignals(),
+		admission: newAdmissionMetrics(),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.decisions, m.upstreamErrors, m.learnedJobs} {
+	collectors := []prometheus.Collector{m.requests, m.duration, m.inFlight, m.decisions, m.upstreamErrors, m.learnedJobs}
+	collectors = append(append(collectors, m.signals.collectors()...), m.admission.collectors()...)
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

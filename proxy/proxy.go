@@ -29,6 +29,8 @@ type Options struct {
 	Health *discovery.Health
 	// Tracer makes a client span of every call to a cell; nil: none.
 	Tracer *tracing.Tracer
+	// Admission asks controllers about each job before the runner gets it; nil: none.
+	Admission *Admission
 
 	BodyTokenLimit  int64
 	BodyReadTimeout time.Duration
@@ -58,7 +60,9 @@ type Proxy struct {
 	metrics         *Metrics
 	targets         map[uint64]*target
 	transports      []*InlineTransport
+	cellTransport   http.RoundTripper // edge's own calls to cells (failing a rejected job)
 	health          *discovery.Health
+	admission       *Admission
 }
 
 // New builds a Proxy. Metrics may be nil only in tests that do not look at them.
@@ -93,6 +97,7 @@ func New(o Options) (*Proxy, error) {
 		log:             o.Log,
 		metrics:         o.Metrics,
 		health:          o.Health,
+		admission:       o.Admission,
 	}
 	if p.health == nil {
 		h, err := discovery.NewHealth(discovery.HealthOptions{Log: o.Log})
@@ -139,7 +144,9 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 		rp := t.proxies(a)
 		a.Begin()
 		if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
+			r, pl := p.metrics.signals.startPoll(r, d.Cell.ID)
 			rp.longPoll.ServeHTTP(w, r)
+			p.metrics.signals.endPoll(pl, w.status)
 		} else {
 			rp.plain.ServeHTTP(w, r)
 		}
@@ -157,7 +164,11 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 
 // explain returns the decision for a request without sending it anywhere.
 func (p *Proxy) explain(r *http.Request, kind TrafficKind) (Decision, error) {
-	return p.decide(nil, r, kind)
+	d, err := p.decide(nil, r, kind)
+	if err == nil {
+		p.explainAdmission(&d, r)
+	}
+	return d, err
 }
 
 const jobsRequestPath = "/api/v4/jobs/request"

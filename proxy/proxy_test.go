@@ -49,6 +49,7 @@ func newTestCell(t *testing.T, id uint64) *testCell {
 	c := &testCell{id: id}
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		c.mu.Lock()
 		c.seen = append(c.seen, seen{r.Method, r.URL.Path, r.Header.Clone(), sha256.Sum256(body), len(body), r.ContentLength, r.TransferEncoding, r.Host})
 		answer := c.answer

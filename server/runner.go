@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
+	"time"
 
+	"gitlab.com/edge/edge/admission"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/cli"
@@ -36,9 +40,13 @@ type runner struct {
 	// health outlives reloads too: a cell whose addresses and check stay keeps its health.
 	health *discovery.Health
 	tracer *tracing.Tracer
-	log    *slog.Logger
-	stop   context.CancelFunc
-	done   chan struct{}
+	// agents reach admission controllers that live behind an agent; controllers reaches
+	// those with a URL. Both outlive reloads.
+	agents      *proxy.AgentRouter
+	controllers http.RoundTripper
+	log         *slog.Logger
+	stop        context.CancelFunc
+	done        chan struct{}
 }
 
 func newRunner(cfg *config.Config, d deps) (*runner, error) {
@@ -56,9 +64,16 @@ func newRunner(cfg *config.Config, d deps) (*runner, error) {
 		learned: discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
 		health:  h,
 		tracer:  d.tracer,
-		log:     log,
-		stop:    func() {},
-		done:    make(chan struct{}),
+		controllers: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: 30 * time.Second,
+		},
+		log:  log,
+		stop: func() {},
+		done: make(chan struct{}),
 	}, nil
 }
 
@@ -69,6 +84,7 @@ func (r *runner) module() module {
 			{name: "routing", reload: true, same: func(a, b *config.Config) bool { return config.SameRouting(a.Routing, b.Routing) }},
 			{name: "tokens", reload: true, same: func(a, b *config.Config) bool { return config.SameTokens(a.Tokens, b.Tokens) }},
 			{name: "health", reload: true, same: config.SameHealth},
+			{name: "runners", reload: true, same: func(a, b *config.Config) bool { return config.SameRunners(a.Runners, b.Runners) }},
 		},
 		routes: func(cfg *config.Config, next *table) error {
 			p, err := r.proxy(cfg)
@@ -109,6 +125,11 @@ func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
 		Tracer:          r.tracer,
 		Log:             r.log,
 		Metrics:         r.metrics,
+	}
+	if a := cfg.Runners.Admission; a != nil {
+		if opts.Admission, err = r.admission(a); err != nil {
+			return nil, cli.UsageError{Err: err}
+		}
 	}
 	switch j := cfg.Tokens.JobJWT; {
 	case !j.Enabled:
@@ -196,4 +217,29 @@ func verificationKeys(path string, refs []config.KeyRef) ([]tokens.Key, error) {
 		keys = append(keys, key)
 	}
 	return keys, nil
+}
+
+// admission builds runners.admission: each controller reached by its URL or through its agent,
+// its calls signed when it has a secret.
+func (r *runner) admission(a *config.Admission) (*proxy.Admission, error) {
+	out := &proxy.Admission{DryRun: a.Mode == config.AdmissionDryRun}
+	for i, c := range a.Controllers {
+		ctl := &admission.Controller{Name: c.Name, URL: c.URL, Transport: r.controllers, Timeout: c.Timeout.Duration,
+			AdmitOnError: c.OnError == config.OnErrorAdmit, Cells: c.Cells}
+		if g := c.Agent; g != nil {
+			if r.agents == nil {
+				return nil, fmt.Errorf("runners.admission.controllers[%d].agent: this edge has no agent router", i)
+			}
+			ctl.URL, ctl.Transport = "http://admission.agent"+g.Path, r.agents.Transport(g.ID, g.Port)
+		}
+		if len(c.Secret) > 0 {
+			sign, err := admission.HS256(c.Secret)
+			if err != nil {
+				return nil, fmt.Errorf("runners.admission.controllers[%d].secret_file: %w", i, err)
+			}
+			ctl.Sign = sign
+		}
+		out.Controllers = append(out.Controllers, ctl)
+	}
+	return out, nil
 }

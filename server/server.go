@@ -82,6 +82,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
+	r.agents = agents.router
 	ws, err := newWorkspaces(cfg, d, agents)
 	if err != nil {
 		return nil, err

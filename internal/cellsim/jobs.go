@@ -144,6 +144,9 @@ func (c *Cell) jobPayload(j *job) map[string]any {
 		"variables": []map[string]any{
 			{"key": "CI_JOB_ID", "value": fmt.Sprint(j.id), "public": true, "masked": false},
 			{"key": "CI_PROJECT_ID", "value": fmt.Sprint(project), "public": true, "masked": false},
+			{"key": "CI_PIPELINE_ID", "value": fmt.Sprint(PipelineID(j.id)), "public": true, "masked": false},
+			// A project's secret: what edge must never pass on (to admission controllers).
+			{"key": "DEPLOY_PASSWORD", "value": SecretValue(j.id), "public": false, "masked": true},
 		},
 		"steps": []map[string]any{{
 			"name": "script", "script": []string{"echo hello from cell " + fmt.Sprint(c.opts.CellID)},
@@ -158,3 +161,9 @@ func (c *Cell) jobPayload(j *job) map[string]any {
 		"features":     map[string]any{"trace_sections": true, "failure_reasons": []string{"script_failure", "runner_system_failure", "job_execution_timeout"}},
 	}
 }
+
+// PipelineID is the pipeline of job id, as its CI_PIPELINE_ID variable says.
+func PipelineID(id uint64) uint64 { return 500000 + id }
+
+// SecretValue is the value of job id's masked DEPLOY_PASSWORD variable.
+func SecretValue(id uint64) string { return fmt.Sprintf("cellsim-secret-%d", id) }

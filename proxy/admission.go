@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/admission"
+)
+
+// Admission asks controllers about every job a cell hands out, before the runner gets it.
+type Admission struct {
+	Controllers []*admission.Controller
+	// DryRun logs and counts each verdict and hands every job out unchanged.
+	DryRun bool
+	// Failer's Backoff and CallTimeout fail rejected jobs; its Transport is the cell's.
+	Failer admission.Failer
+}
+
+func (a *Admission) mode() string {
+	if a.DryRun {
+		return "dry_run"
+	}
+	return "enabled"
+}
+
+// asked are the names of the controllers asked about a job of cell.
+func (a *Admission) asked(cell uint64) []string {
+	names := []string{}
+	for _, c := range a.Controllers {
+		if c.InScope(cell) {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// maxJobAnswer bounds the job answer edge holds to ask controllers about it.
+const maxJobAnswer = 8 << 20
+
+// admissionMetrics count verdicts per controller and per cell, and the time admission adds.
+type admissionMetrics struct {
+	decisions *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+	jobs      *prometheus.CounterVec
+	duration  prometheus.Histogram
+	failures  *prometheus.CounterVec
+}
+
+func newAdmissionMetrics() *admissionMetrics {
+	return &admissionMetrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_admission_decisions_total",
+			Help: "Controllers' decisions on jobs, by controller and decision (admitted or rejected; a failed call counts as its on_error says).",
+		}, []string{"controller", "decision"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_admission_errors_total",
+			Help: "Calls to a controller that failed or timed out, by controller.",
+		}, []string{"controller"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_admission_jobs_total",
+			Help: "Jobs admission decided on, by cell, verdict (admitted or rejected) and mode (enabled or dry_run).",
+		}, []string{"cell", "verdict", "mode"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "edge_admission_duration_seconds",
+			Help:    "Time admission added to a job's answer: reading it and asking every controller in scope.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_admission_failed_jobs_total",
+			Help: "Rejected jobs failed at their cell, by outcome: failed, or gave_up after retries (logged with the job id).",
+		}, []string{"outcome"}),
+	}
+}
+
+func (m *admissionMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.decisions, m.errors, m.jobs, m.duration, m.failures}
+}
+
+// jobAnswer is what edge does with a cell's answer to jobs/request: learn the job's cell and,
+// with admission, ask the controllers before the runner sees the job.
+func (p *Proxy) jobAnswer(t *target, resp *http.Response) error {
+	if resp.StatusCode != http.StatusCreated || resp.Body == nil {
+		return nil
+	}
+	if p.admission == nil {
+		p.learnJob(t.cell, resp)
+		return nil
+	}
+	start := time.Now()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJobAnswer+1))
+	if err != nil {
+		return fmt.Errorf("reading the job: %w", err)
+	}
+	resp.Body.Close()
+	resp.Body = &replayBody{Reader: bytes.NewReader(body), closer: http.NoBody, inMemory: true, data: body}
+	if id, ok := topLevelUint(body, "id"); ok && id > 0 && p.learned != nil {
+		p.learned.Learn(id, t.cell.ID)
+		p.metrics.learnedJobs.Inc()
+	}
+	pl := pollOf(resp.Request)
+	var runner admission.Runner
+	if pl != nil {
+		runner = pl.runner
+	}
+	if p.admit(resp.Request.Context(), t, body, runner, start) {
+		return nil
+	}
+	if pl != nil {
+		pl.rejected = true
+	}
+	// The runner polls again; the job it never saw has been failed at its cell.
+	resp.StatusCode, resp.Status = http.StatusNoContent, "204 No Content"
+	resp.Body, resp.ContentLength = http.NoBody, 0
+	for _, k := range []string{"Content-Length", "Content-Type", "Content-Encoding", "Etag"} {
+		resp.Header.Del(k)
+	}
+	return nil
+}
+
+// admit asks the controllers about one job and, if they reject it (mode enabled), fails it at
+// its cell; false means the runner must not get it.
+func (p *Proxy) admit(ctx context.Context, t *target, body []byte, runner admission.Runner, start time.Time) bool {
+	a, m := p.admission, p.metrics.admission
+	cell := strconv.FormatUint(t.cell.ID, 10)
+	req, token, err := admission.FromPayload(t.cell.ID, body, runner)
+	if err != nil {
+		// Nothing to ask about and nothing edge could fail: the answer goes on as it came.
+		p.log.Warn("admission: a 201 answer to jobs/request does not read as a job; handed on unchecked", "cell", cell, "bytes", len(body), "error", err)
+		return true
+	}
+	// The runner may go while controllers think; the verdict still stands and is acted on.
+	ctx = context.WithoutCancel(ctx)
+	v := admission.Ask(ctx, a.Controllers, req)
+	m.duration.Observe(time.Since(start).Seconds())
+	for _, r := range v.Results {
+		decision := "rejected"
+		if r.Admitted {
+			decision = "admitted"
+		}
+		m.decisions.WithLabelValues(r.Controller, decision).Inc()
+		if r.Err != nil {
+			m.errors.WithLabelValues(r.Controller).Inc()
+			p.log.Warn("admission controller failed", "controller", r.Controller, "job_id", req.Job.ID, "cell", cell,
+				"took", r.Took, "on_error", decision, "error", r.Err)
+		}
+	}
+	verdict := "admitted"
+	if !v.Admitted {
+		verdict = "rejected"
+	}
+	m.jobs.WithLabelValues(cell, verdict, a.mode()).Inc()
+	rej, rejected := v.Rejection()
+	if !rejected {
+		return true
+	}
+	p.log.Info("admission rejected a job", "job_id", req.Job.ID, "cell", cell, "controller", rej.Controller,
+		"reason", rej.Reason, "mode", a.mode(), "project_id", req.Job.ProjectID)
+	if a.DryRun {
+		return true
+	}
+	line := fmt.Sprintf("\x1b[31;1medge admission: job rejected by controller %q: %s\x1b[0;m\n", rej.Controller, rej.Reason)
+	f := a.Failer
+	f.Transport = &cellCaller{t: t, base: p.cellTransport}
+	if err := f.Fail(ctx, t.cell.URL, req.Job.ID, token, line); err != nil {
+		m.failures.WithLabelValues("gave_up").Inc()
+		p.log.Error("admission: could not fail a rejected job at its cell; it was not handed out", "job_id", req.Job.ID, "cell", cell, "error", err)
+	} else {
+		m.failures.WithLabelValues("failed").Inc()
+	}
+	return false
+}
+
+// cellCaller sends edge's own calls to a cell (failing a job) to one of its usable addresses.
+type cellCaller struct {
+	t    *target
+	base http.RoundTripper
+}
+
+var errNoUsableAddress = errors.New("no usable address")
+
+func (c *cellCaller) RoundTrip(req *http.Request) (*http.Response, error) {
+	a := c.t.health.Pick()
+	if a == nil {
+		return nil, fmt.Errorf("cell %d: %w", c.t.cell.ID, errNoUsableAddress)
+	}
+	req.URL.Scheme, req.URL.Host = a.URL.Scheme, a.URL.Host
+	a.Begin()
+	defer a.End()
+	return (&addressTransport{c.base, c.t.health, a}).RoundTrip(req)
+}
+
+// explainAdmission says which controllers a jobs/request's job would be asked about.
+func (p *Proxy) explainAdmission(d *Decision, r *http.Request) {
+	if p.admission == nil || d.Cell == nil || r.Method != http.MethodPost || r.URL.Path != jobsRequestPath {
+		return
+	}
+	d.Admission = &AdmissionPlan{Mode: p.admission.mode(), Controllers: p.admission.asked(d.Cell.ID)}
+}
+
+// AdmissionPlan is what explain says admission would do with the job a runner gets.
+type AdmissionPlan struct {
+	Mode        string   `json:"mode"`
+	Controllers []string `json:"controllers"`
+}
