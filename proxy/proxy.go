@@ -144,9 +144,12 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 		rp := t.proxies(a)
 		a.Begin()
 		if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
-			r, pl := p.metrics.signals.startPoll(r, d.Cell.ID)
+			pl := p.metrics.signals.startPoll(r, d.Cell.ID)
+			if p.admission != nil {
+				r = withPoll(r, &pl)
+			}
 			rp.longPoll.ServeHTTP(w, r)
-			p.metrics.signals.endPoll(pl, w.status)
+			pl.end(w.status)
 		} else {
 			rp.plain.ServeHTTP(w, r)
 		}

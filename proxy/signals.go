@@ -15,6 +15,10 @@ import (
 // maxCapabilities bounds the capability label; runners past it are counted as "other".
 const maxCapabilities = 1000
 
+// maxRunnerKinds bounds the cache of runners' info blocks already read; past it each poll's
+// block is read again.
+const maxRunnerKinds = 4096
+
 // queueSignals are what edge sees of the job queue, per cell and runner capability: polls held,
 // how they were answered, and how long a poll waited for its job.
 type queueSignals struct {
@@ -23,8 +27,25 @@ type queueSignals struct {
 	wait     *prometheus.HistogramVec
 	info     *prometheus.GaugeVec
 
-	mu   sync.Mutex
-	seen map[string]bool
+	mu           sync.Mutex
+	capabilities map[string]bool
+	// kinds maps a jobs/request body's raw info block to what it says: a runner polls with
+	// the same block every time, so reading it is a map lookup after the first poll.
+	kinds map[string]*runnerKind
+}
+
+// runnerKind is one info block read: the runner, its capability label and that label's
+// counters per cell, resolved once.
+type runnerKind struct {
+	runner admission.Runner
+	label  string
+	byCell map[uint64]*pollCounters
+}
+
+type pollCounters struct {
+	held                       prometheus.Gauge
+	job, noJob, rejected, errs prometheus.Counter
+	wait                       prometheus.Observer
 }
 
 func newQueueSignals() *queueSignals {
@@ -46,7 +67,8 @@ func newQueueSignals() *queueSignals {
 			Name: "edge_runner_capability_info",
 			Help: "The executor, platform and architecture behind each capability hash (always 1).",
 		}, []string{"capability", "executor", "platform", "architecture"}),
-		seen: map[string]bool{},
+		capabilities: map[string]bool{},
+		kinds:        map[string]*runnerKind{},
 	}
 }
 
@@ -54,32 +76,61 @@ func (s *queueSignals) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.held, s.answered, s.wait, s.info}
 }
 
-// label is the capability as a label value: its hash, until maxCapabilities are known.
-func (s *queueSignals) label(r admission.Runner) string {
-	if r.Capability == admission.Unknown {
-		return r.Capability
-	}
+// kind reads the runner of a jobs/request body, from the cache when its info block was seen.
+func (s *queueSignals) kind(body []byte) *runnerKind {
+	info, _ := topLevelMember(body, "info", false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.seen[r.Capability] {
-		return r.Capability
+	if k := s.kinds[string(info)]; k != nil {
+		return k
 	}
-	if len(s.seen) >= maxCapabilities {
+	r := admission.RunnerOf(body)
+	k := &runnerKind{runner: r, label: s.labelLocked(r), byCell: map[uint64]*pollCounters{}}
+	if len(s.kinds) < maxRunnerKinds {
+		s.kinds[string(info)] = k
+	}
+	return k
+}
+
+// labelLocked is the capability as a label value: its hash, until maxCapabilities are known.
+func (s *queueSignals) labelLocked(r admission.Runner) string {
+	switch {
+	case r.Capability == admission.Unknown || s.capabilities[r.Capability]:
+		return r.Capability
+	case len(s.capabilities) >= maxCapabilities:
 		return "other"
 	}
-	s.seen[r.Capability] = true
+	s.capabilities[r.Capability] = true
 	s.info.WithLabelValues(r.Capability, r.Executor, r.Platform, r.Architecture).Set(1)
 	return r.Capability
 }
 
-// jobPoll is one jobs/request on its way: the runner that sent it, and what admission made of the
-// job it got.
+func (s *queueSignals) counters(k *runnerKind, cell uint64) *pollCounters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := k.byCell[cell]; c != nil {
+		return c
+	}
+	id := strconv.FormatUint(cell, 10)
+	c := &pollCounters{
+		held:     s.held.WithLabelValues(id, k.label),
+		job:      s.answered.WithLabelValues(id, k.label, "job"),
+		noJob:    s.answered.WithLabelValues(id, k.label, "no_job"),
+		rejected: s.answered.WithLabelValues(id, k.label, "rejected"),
+		errs:     s.answered.WithLabelValues(id, k.label, "error"),
+		wait:     s.wait.WithLabelValues(id, k.label),
+	}
+	k.byCell[cell] = c
+	return c
+}
+
+// jobPoll is one jobs/request on its way: the runner that sent it, and what admission made of
+// the job it got.
 type jobPoll struct {
-	runner     admission.Runner
-	cell       string
-	capability string
-	start      time.Time
-	rejected   bool
+	runner   admission.Runner
+	counters *pollCounters
+	start    time.Time
+	rejected bool
 }
 
 type pollKey struct{}
@@ -91,29 +142,36 @@ func pollOf(r *http.Request) *jobPoll {
 
 // startPoll reads the runner from the body edge already holds (replayed in memory) and counts
 // the poll as held.
-func (s *queueSignals) startPoll(r *http.Request, cell uint64) (*http.Request, *jobPoll) {
+func (s *queueSignals) startPoll(r *http.Request, cell uint64) jobPoll {
 	var body []byte
 	if b, ok := r.Body.(*replayBody); ok {
 		body = b.data
 	}
-	p := &jobPoll{runner: admission.RunnerOf(body), cell: strconv.FormatUint(cell, 10), start: time.Now()}
-	p.capability = s.label(p.runner)
-	s.held.WithLabelValues(p.cell, p.capability).Inc()
-	return r.WithContext(context.WithValue(r.Context(), pollKey{}, p)), p
+	k := s.kind(body)
+	p := jobPoll{runner: k.runner, counters: s.counters(k, cell), start: time.Now()}
+	p.counters.held.Inc()
+	return p
+}
+
+// withPoll lets the job's answer find its poll (admission reads the runner and marks a
+// rejection).
+func withPoll(r *http.Request, p *jobPoll) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), pollKey{}, p))
 }
 
 // endPoll counts how the poll was answered.
-func (s *queueSignals) endPoll(p *jobPoll, status int) {
-	s.held.WithLabelValues(p.cell, p.capability).Dec()
-	answer := "error"
+func (p *jobPoll) end(status int) {
+	c := p.counters
+	c.held.Dec()
 	switch {
 	case p.rejected:
-		answer = "rejected"
+		c.rejected.Inc()
 	case status == http.StatusCreated:
-		answer = "job"
-		s.wait.WithLabelValues(p.cell, p.capability).Observe(time.Since(p.start).Seconds())
+		c.job.Inc()
+		c.wait.Observe(time.Since(p.start).Seconds())
 	case status == http.StatusNoContent:
-		answer = "no_job"
+		c.noJob.Inc()
+	default:
+		c.errs.Inc()
 	}
-	s.answered.WithLabelValues(p.cell, p.capability, answer).Inc()
 }

@@ -70,6 +70,8 @@ func TestReloadVerdict(t *testing.T) {
 		{"internal secret", edit(4, "internal: {secret_file: other.key}"), "internal.secret_file", "internal.secret_file"},
 		{"internal peers", edit(4, "internal: {secret_file: internal.key, peers: [10.0.0.0/8]}"), "internal.peers", "internal.peers"},
 		{"shutdown", edit(9, "shutdown: {grace: 1s}"), "shutdown.grace", ""},
+		{"admission added", edit(9, "runners: {admission: {controllers: [{name: p, url: \"http://127.0.0.1:7070/admit\", secret_file: internal.key}]}}"), "runners", ""},
+		{"admission mode", edit(9, "runners: {admission: {mode: dry_run, controllers: [{name: p, url: \"http://127.0.0.1:7070/admit\"}]}}"), "runners", ""},
 		{"cell range", edit(3, `  - {id: 1, url: "http://127.0.0.1:3001", legacy: true, id_ranges: ["1-11"]}`), "cells", ""},
 		{"cell preserve_host", edit(3, `  - {id: 1, url: "http://127.0.0.1:3001", legacy: true, id_ranges: ["1-10"], preserve_host: false}`), "cells", ""},
 		{"routing", edit(8, "routing: {trusted_proxies: [10.0.0.1], long_poll_timeout: 30s}"), "routing", ""},
