@@ -36,6 +36,7 @@ type edgeConfig struct {
 	Aggregation *aggregationConfig `yaml:"aggregation,omitempty"`
 	Log         logConfig          `yaml:"log,omitempty"`
 	Tracing     *tracingConfig     `yaml:"tracing,omitempty"`
+	Runners     *runnersConfig     `yaml:"runners,omitempty"`
 }
 
 type tracingConfig struct {
