@@ -89,6 +89,20 @@ func Ask(ctx context.Context, controllers []*Controller, req Request) Verdict {
 	return v
 }
 
+// Unread is the verdict on a job edge could not read whole: every controller in scope of cell
+// counts as failed, as its on_error says.
+func Unread(controllers []*Controller, cell uint64, cause error) Verdict {
+	v := Verdict{Admitted: true}
+	for _, c := range controllers {
+		if c.InScope(cell) {
+			r := Result{Controller: c.Name, Err: cause, Decision: Decision{Admitted: c.AdmitOnError, Reason: cause.Error()}}
+			v.Results = append(v.Results, r)
+			v.Admitted = v.Admitted && r.Admitted
+		}
+	}
+	return v
+}
+
 // maxAnswer bounds a controller's answer.
 const maxAnswer = 64 << 10
 

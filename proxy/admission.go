@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/admission"
+	"gitlab.com/edge/edge/internal/jsonspan"
 )
 
 // Admission asks controllers about every job a cell hands out, before the runner gets it.
@@ -44,6 +45,19 @@ func (a *Admission) asked(cell uint64) []string {
 
 // maxJobAnswer bounds the job answer edge holds to ask controllers about it.
 const maxJobAnswer = 8 << 20
+
+var errJobTooLarge = errors.New("the job answer is larger than 8 MiB; edge does not read it")
+
+// leadingToken is the job's token from the start of an answer too large to read whole (GitLab
+// writes id and token first).
+func leadingToken(body []byte) string {
+	raw, ok := topLevelMember(body, "token", false)
+	if !ok || len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	tok, _ := jsonspan.Unquote(raw)
+	return tok
+}
 
 // admissionMetrics count verdicts per controller and per cell, and the time admission adds.
 type admissionMetrics struct {
@@ -99,8 +113,13 @@ func (p *Proxy) jobAnswer(t *target, resp *http.Response) error {
 	if err != nil {
 		return fmt.Errorf("reading the job: %w", err)
 	}
-	resp.Body.Close()
-	resp.Body = &replayBody{Reader: bytes.NewReader(body), closer: http.NoBody, inMemory: true, data: body}
+	tooLarge := len(body) > maxJobAnswer
+	if tooLarge {
+		resp.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(body), resp.Body), closer: resp.Body}
+	} else {
+		resp.Body.Close()
+		resp.Body = &replayBody{Reader: bytes.NewReader(body), closer: http.NoBody, inMemory: true, data: body}
+	}
 	if id, ok := topLevelUint(body, "id"); ok && id > 0 && p.learned != nil {
 		p.learned.Learn(id, t.cell.ID)
 		p.metrics.learnedJobs.Inc()
@@ -110,9 +129,10 @@ func (p *Proxy) jobAnswer(t *target, resp *http.Response) error {
 	if pl != nil {
 		runner = pl.runner
 	}
-	if p.admit(resp.Request.Context(), t, body, runner, start) {
+	if p.admit(resp.Request.Context(), t, body, tooLarge, runner, start) {
 		return nil
 	}
+	resp.Body.Close()
 	if pl != nil {
 		pl.rejected = true
 	}
@@ -127,18 +147,27 @@ func (p *Proxy) jobAnswer(t *target, resp *http.Response) error {
 
 // admit asks the controllers about one job and, if they reject it (mode enabled), fails it at
 // its cell; false means the runner must not get it.
-func (p *Proxy) admit(ctx context.Context, t *target, body []byte, runner admission.Runner, start time.Time) bool {
+func (p *Proxy) admit(ctx context.Context, t *target, body []byte, tooLarge bool, runner admission.Runner, start time.Time) bool {
 	a, m := p.admission, p.metrics.admission
 	cell := strconv.FormatUint(t.cell.ID, 10)
+	// The runner may go while controllers think; the verdict still stands and is acted on.
+	ctx = context.WithoutCancel(ctx)
+	var v admission.Verdict
 	req, token, err := admission.FromPayload(t.cell.ID, body, runner)
-	if err != nil {
+	switch {
+	case tooLarge:
+		// No controller can be asked about a job edge will not hold; a larger job must not
+		// slip past them either: each counts as failed, by its on_error.
+		req.Job.ID, _ = topLevelUint(body, "id")
+		token = leadingToken(body)
+		v = admission.Unread(a.Controllers, t.cell.ID, errJobTooLarge)
+	case err != nil:
 		// Nothing to ask about and nothing edge could fail: the answer goes on as it came.
 		p.log.Warn("admission: a 201 answer to jobs/request does not read as a job; handed on unchecked", "cell", cell, "bytes", len(body), "error", err)
 		return true
+	default:
+		v = admission.Ask(ctx, a.Controllers, req)
 	}
-	// The runner may go while controllers think; the verdict still stands and is acted on.
-	ctx = context.WithoutCancel(ctx)
-	v := admission.Ask(ctx, a.Controllers, req)
 	m.duration.Observe(time.Since(start).Seconds())
 	for _, r := range v.Results {
 		decision := "rejected"
@@ -165,6 +194,10 @@ func (p *Proxy) admit(ctx context.Context, t *target, body []byte, runner admiss
 		"reason", rej.Reason, "mode", a.mode(), "project_id", req.Job.ProjectID)
 	if a.DryRun {
 		return true
+	}
+	if req.Job.ID == 0 || token == "" {
+		p.log.Error("admission: a rejected job has no id or token edge could read; the runner does not get it and the cell keeps it running", "cell", cell)
+		return false
 	}
 	line := fmt.Sprintf("\x1b[31;1medge admission: job rejected by controller %q: %s\x1b[0;m\n", rej.Controller, rej.Reason)
 	f := a.Failer

@@ -214,3 +214,44 @@ func TestAdmissionScopeAndExplain(t *testing.T) {
 		t.Errorf("explain: %s", out)
 	}
 }
+
+// A job too large to hold cannot be asked about, nor slip past the controllers: each counts as
+// failed, by its on_error.
+func TestAdmissionJobTooLarge(t *testing.T) {
+	big := `{"id":2000099,"token":"glcbt-big","variables":[{"key":"K","value":"` + strings.Repeat("v", maxJobAnswer) + `"}]}`
+	for _, admit := range []bool{false, true} {
+		t.Run(fmt.Sprint("on_error admit=", admit), func(t *testing.T) {
+			ctl := newTestController(t, true, "", 0)
+			f := newFixture(t, func(o *Options) {
+				o.Admission = &Admission{Controllers: []*admission.Controller{controllerAt("policy", ctl, time.Second, admit)}}
+			})
+			f.cells[1].answer = func(w http.ResponseWriter, r *http.Request) {
+				switch r.Method {
+				case http.MethodPost:
+					w.WriteHeader(http.StatusCreated)
+					io.WriteString(w, big)
+				case http.MethodPatch:
+					w.WriteHeader(http.StatusAccepted)
+				}
+			}
+			resp, body := do(t, newReq(t, "POST", f.front.URL+"/api/v4/jobs/request", nil, "Runner-Token", routable(t, 2)))
+			var calls []string
+			for _, s := range f.cells[1].requests() {
+				calls = append(calls, s.method+" "+s.path+" "+s.header.Get("Job-Token"))
+			}
+			if admit {
+				if resp.StatusCode != http.StatusCreated || string(body) != big || len(calls) != 1 {
+					t.Errorf("runner got %d, %d bytes; cell calls %q", resp.StatusCode, len(body), calls)
+				}
+				return
+			}
+			want := "POST /api/v4/jobs/request |PATCH /api/v4/jobs/2000099/trace glcbt-big|PUT /api/v4/jobs/2000099 glcbt-big"
+			if resp.StatusCode != http.StatusNoContent || strings.Join(calls, "|") != want {
+				t.Errorf("runner got %d; cell calls %q", resp.StatusCode, calls)
+			}
+			if len(ctl.bodies()) != 0 {
+				t.Error("the controller was asked about a job edge did not read")
+			}
+		})
+	}
+}
