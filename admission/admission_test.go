@@ -43,6 +43,12 @@ func TestFromPayloadTellsNoSecret(t *testing.T) {
 			t.Errorf("what a controller is told holds %q: %s", secret, out)
 		}
 	}
+	for _, repo := range []string{"https://gitlab-ci-token:[MASKED]@gitlab.example.com/acme/shop.git", "https://gitlab.example.com/acme/shop", "https://a:b@c@gitlab.example.com:8443/acme/shop.git"} {
+		p := strings.Replace(jobPayload, "https://gitlab-ci-token:glcbt-SECRETJOBTOKEN@gitlab.example.com/acme/shop.git", repo, 1)
+		if req, _, err := FromPayload(2, []byte(p), Runner{}); err != nil || req.Job.ProjectPath != "acme/shop" {
+			t.Errorf("repo %s: project path %q (%v)", repo, req.Job.ProjectPath, err)
+		}
+	}
 	for _, bad := range []string{``, `{}`, `{"id":1}`, `[1]`, `{"id":"x","token":"t"}`} {
 		if _, _, err := FromPayload(1, []byte(bad), Runner{}); err == nil {
 			t.Errorf("FromPayload(%q): no error", bad)

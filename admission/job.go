@@ -99,6 +99,14 @@ func FromPayload(cell uint64, body []byte, r Runner) (Request, string, error) {
 
 // projectPath is the project's path from its repository URL: no userinfo, no .git.
 func projectPath(repo string) string {
+	// Userinfo is dropped before parsing: a token with characters url.Parse refuses there
+	// (GitLab's "[MASKED]") must not cost the path.
+	if scheme, rest, ok := strings.Cut(repo, "://"); ok {
+		host, path, _ := strings.Cut(rest, "/")
+		if i := strings.LastIndexByte(host, '@'); i >= 0 {
+			repo = scheme + "://" + host[i+1:] + "/" + path
+		}
+	}
 	u, err := url.Parse(repo)
 	if err != nil {
 		return ""

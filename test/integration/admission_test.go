@@ -110,6 +110,7 @@ type admissionCall struct {
 	Job  struct {
 		ID         uint64   `json:"id"`
 		ProjectID  uint64   `json:"project_id"`
+		Project    string   `json:"project_path"`
 		PipelineID uint64   `json:"pipeline_id"`
 		Image      string   `json:"image"`
 		Variables  []string `json:"variables"`
@@ -273,7 +274,7 @@ func TestAdmission(t *testing.T) {
 					t.Fatalf("%s's call: %v: %s", name, err, call.body)
 				}
 				seen = append(seen, req.Job.ID)
-				if req.Cell != 1 || req.Job.ProjectID != 1001 || req.Job.PipelineID != cellsim.PipelineID(req.Job.ID) ||
+				if req.Cell != 1 || req.Job.ProjectID != 1001 || req.Job.Project != "demo/demo" || req.Job.PipelineID != cellsim.PipelineID(req.Job.ID) ||
 					req.Job.Image != "alpine:3.20" || !slices.Contains(req.Job.Variables, "DEPLOY_PASSWORD") ||
 					req.Runner.Executor != "shell" || req.Runner.Capability == "" {
 					t.Errorf("%s was asked about %+v", name, req)
