@@ -92,33 +92,31 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// logAccess writes the one access line of a request.
-func (w *recorder) logAccess(ctx context.Context, log *slog.Logger, r *http.Request, start time.Time) {
+// logAccess writes the one access line of a request: through the access log the server gave
+// (UseAccessLog), or else through the front's own logger.
+func (f *Front) logAccess(ctx context.Context, w *recorder, r *http.Request, start time.Time) {
+	if f.access == nil {
+		if f.log.Enabled(ctx, slog.LevelInfo) {
+			e := w.accessEntry(r, time.Since(start))
+			f.log.LogAttrs(ctx, slog.LevelInfo, "access", e.attrs()...)
+		}
+		return
+	}
+	if f.access.info {
+		now := time.Now()
+		e := w.accessEntry(r, now.Sub(start))
+		f.access.write(now, &e)
+	}
+}
+
+func (w *recorder) accessEntry(r *http.Request, d time.Duration) accessEntry {
 	status := w.status
 	if status == 0 {
 		status = statusClientClosed
 	}
-	attrs := make([]slog.Attr, 0, 12)
-	attrs = append(attrs,
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.Int("status", status),
-		slog.Int64("bytes", w.bytes),
-		slog.String("duration", time.Since(start).String()),
-		slog.String("route", w.route.String()),
-	)
-	if w.cell != 0 {
-		attrs = append(attrs, slog.Uint64("cell", w.cell))
+	return accessEntry{
+		method: r.Method, path: r.URL.Path, status: status, bytes: w.bytes, duration: d,
+		route: w.route.String(), cell: w.cell, agent: w.agent, rule: w.rule, cause: w.cause,
+		requestID: w.id[0], remote: r.RemoteAddr,
 	}
-	if w.agent != "" {
-		attrs = append(attrs, slog.String("agent_id", w.agent))
-	}
-	if w.rule != "" {
-		attrs = append(attrs, slog.String("rule", w.rule))
-	}
-	if w.cause != "" {
-		attrs = append(attrs, slog.String("cause", w.cause))
-	}
-	attrs = append(attrs, slog.String("request_id", w.id[0]), slog.String("remote", r.RemoteAddr))
-	log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -90,6 +91,69 @@ func BenchmarkServeHTTP(b *testing.B) {
 				if w.Code != 200 {
 					b.Fatalf("status %d", w.Code)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkServeHTTPAccess is one runner request with the access log off, through slog (the
+// front's own logger, as server wrote it before), and through AccessLog, all to io.Discard.
+func BenchmarkServeHTTPAccess(b *testing.B) {
+	opts := &slog.HandlerOptions{ReplaceAttr: durationsAsText}
+	cases := []struct {
+		name   string
+		log    *slog.Logger
+		access *AccessLog
+		on     bool
+	}{
+		{"off", nil, nil, false},
+		{"slog_json", slog.New(slog.NewJSONHandler(io.Discard, opts)), nil, true},
+		{"slog_text", slog.New(slog.NewTextHandler(io.Discard, opts)), nil, true},
+		{"line_json", nil, NewAccessLog(io.Discard, "json", true), true},
+		{"line_text", nil, NewAccessLog(io.Discard, "text", true), true},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			front := NewFront(c.log, nil)
+			if c.access != nil {
+				front.UseAccessLog(c.access)
+			}
+			if err := front.Swap(&Routes{Runner: benchProxy(b, nil), AccessLog: c.on}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				front.ServeHTTP(w, httptest.NewRequest("GET", "/api/v4/runners/router/discovery", nil))
+				if w.Code != 200 {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAccessLine is the access line alone: through slog as before, and through AccessLog.
+func BenchmarkAccessLine(b *testing.B) {
+	e := baseEntry()
+	opts := &slog.HandlerOptions{ReplaceAttr: durationsAsText}
+	for _, format := range []string{"json", "text"} {
+		var h slog.Handler = slog.NewJSONHandler(io.Discard, opts)
+		if format == "text" {
+			h = slog.NewTextHandler(io.Discard, opts)
+		}
+		b.Run("slog_"+format, func(b *testing.B) {
+			log := slog.New(h)
+			b.ReportAllocs()
+			for b.Loop() {
+				log.LogAttrs(b.Context(), slog.LevelInfo, "access", e.attrs()...)
+			}
+		})
+		b.Run("line_"+format, func(b *testing.B) {
+			l := NewAccessLog(io.Discard, format, true)
+			b.ReportAllocs()
+			for b.Loop() {
+				l.write(time.Now(), &e)
 			}
 		})
 	}

@@ -20,7 +20,7 @@ import (
 type Front struct {
 	routes   atomic.Pointer[Routes]
 	log      *slog.Logger
-	access   *slog.Logger // the access log: log unless UseAccessLog gave another
+	access   *AccessLog // nil: access lines go to log
 	metrics  *Metrics
 	refusals refusals
 	tracer   *tracing.Tracer // nil: no spans
@@ -31,14 +31,14 @@ func NewFront(log *slog.Logger, metrics *Metrics) *Front {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Front{log: log, access: log, metrics: metrics}
+	return &Front{log: log, metrics: metrics}
 }
 
 // UseTracer makes a server span of every request (nil: none).
 func (f *Front) UseTracer(t *tracing.Tracer) { f.tracer = t }
 
 // UseAccessLog writes access lines to l (a buffered output, say) instead of the front's log.
-func (f *Front) UseAccessLog(l *slog.Logger) { f.access = l }
+func (f *Front) UseAccessLog(l *AccessLog) { f.access = l }
 
 // Swap puts a new route table in force: new requests see it, those in flight finish on the one
 // they started with, and the old runner proxy's idle upstream connections are closed.
@@ -83,8 +83,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if span != nil {
 		rec.endSpan(span, r)
 	}
-	if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
-		rec.logAccess(r.Context(), f.access, r, start)
+	if rt.AccessLog {
+		f.logAccess(r.Context(), rec, r, start)
 	}
 }
 
@@ -132,8 +132,8 @@ func (f *Front) InternalHandler() http.Handler {
 		if span != nil {
 			rec.endSpan(span, r)
 		}
-		if rt.AccessLog && f.access.Enabled(r.Context(), slog.LevelInfo) {
-			rec.logAccess(r.Context(), f.access, r, start)
+		if rt.AccessLog {
+			f.logAccess(r.Context(), rec, r, start)
 		}
 	})
 }

@@ -21,7 +21,7 @@ func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 		start: func() error {
 			ctx, cancel := context.WithCancel(context.Background())
 			out := newLineBuffer(ctx, d.opts.Log, 100*time.Millisecond)
-			d.front.UseAccessLog(NewLogger(cfg.Log, out))
+			d.front.UseAccessLog(newAccessLog(cfg.Log, out))
 			stopAccess = func() { cancel(); out.Flush() }
 			return nil
 		},

@@ -34,7 +34,7 @@ func newLineBuffer(ctx context.Context, out io.Writer, every time.Duration) *lin
 	return b
 }
 
-// Write takes one whole line (a slog handler writes each record in one call).
+// Write takes one whole line (the access log and a slog handler write each line in one call).
 func (b *lineBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
