@@ -80,3 +80,23 @@ type replayBody struct {
 }
 
 func (b *replayBody) Close() error { return b.closer.Close() }
+
+// holdSmallBody reads a body of known length up to the prefix limit whole before it is sent on,
+// as nginx buffers request bodies: the cell transport then writes request and body in one go on
+// the handler's goroutine, instead of streaming it through http.Transport's connection
+// goroutines (the cost of a small POST). A body already read, of unknown length, larger, or
+// awaited with Expect: 100-continue streams as it comes.
+func (p *Proxy) holdSmallBody(w http.ResponseWriter, r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > p.prefixes.limit {
+		return nil
+	}
+	if _, read := r.Body.(*replayBody); read || r.Header.Get("Expect") != "" {
+		return nil
+	}
+	prefix, err := p.prefixes.read(w, r, p.bodyReadTimeout)
+	if err != nil {
+		return err
+	}
+	replay(r, prefix)
+	return nil
+}

@@ -125,6 +125,9 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 	defer inFlight.Dec()
 
 	d, err := p.decide(w, r, kind)
+	if err == nil {
+		err = p.holdSmallBody(w, r)
+	}
 	if err != nil {
 		status, cause := statusOf(err)
 		p.metrics.decision(d.Source, d.Kind, 0, true)

@@ -526,3 +526,44 @@ func TestPreserveHost(t *testing.T) {
 		})
 	}
 }
+
+// A small body of known length is read whole and sent with its request on the cell transport's
+// own path; one awaited with Expect: 100-continue, or larger than the limit, streams. Either way
+// the cell gets it byte for byte with the client's framing.
+func TestSmallBodiesHeldLargeStreamed(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.BodyTokenLimit = 1024 })
+	inline := f.proxy.transports[0]
+	cellHost := strings.TrimPrefix(f.cells[0].srv.URL, "http://")
+	for _, tt := range []struct {
+		name       string
+		size       int
+		expect     bool
+		wantInline bool
+	}{
+		{"512 bytes", 512, false, true},
+		{"at the limit", 1024, false, true},
+		{"over the limit", 1025, false, false},
+		{"Expect: 100-continue", 512, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inline.CloseIdleConnections()
+			body := bytes.Repeat([]byte("x"), tt.size)
+			req := newReq(t, "POST", f.front.URL+"/api/v4/projects/1/issues", bytes.NewReader(body), "Content-Type", "application/octet-stream")
+			if tt.expect {
+				req.Header.Set("Expect", "100-continue")
+			}
+			resp, _ := do(t, req)
+			reqs := f.cells[0].requests()
+			got := reqs[len(reqs)-1]
+			if resp.StatusCode != http.StatusOK || got.bodySum != sha256.Sum256(body) || got.contentLength != int64(tt.size) {
+				t.Errorf("status %d, cell saw %d bytes (Content-Length %d)", resp.StatusCode, got.bodyLen, got.contentLength)
+			}
+			inline.mu.Lock()
+			idle := len(inline.idle[cellHost])
+			inline.mu.Unlock()
+			if (idle == 1) != tt.wantInline {
+				t.Errorf("inline idle connections %d, want inline %v", idle, tt.wantInline)
+			}
+		})
+	}
+}
