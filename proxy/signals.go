@@ -15,9 +15,12 @@ import (
 // maxCapabilities bounds the capability label; runners past it are counted as "other".
 const maxCapabilities = 1000
 
-// maxRunnerKinds bounds the cache of runners' info blocks already read; past it each poll's
-// block is read again.
-const maxRunnerKinds = 4096
+// maxRunnerKinds and maxInfoBlock bound the cache of runners' info blocks already read (8 MiB
+// at most); past them a poll's block is read again. gitlab-runner's block is under 1 KiB.
+const (
+	maxRunnerKinds = 4096
+	maxInfoBlock   = 2 << 10
+)
 
 // queueSignals are what edge sees of the job queue, per cell and runner capability: polls held,
 // how they were answered, and how long a poll waited for its job.
@@ -86,7 +89,7 @@ func (s *queueSignals) kind(body []byte) *runnerKind {
 	}
 	r := admission.RunnerOf(body)
 	k := &runnerKind{runner: r, label: s.labelLocked(r), byCell: map[uint64]*pollCounters{}}
-	if len(s.kinds) < maxRunnerKinds {
+	if len(s.kinds) < maxRunnerKinds && len(info) <= maxInfoBlock {
 		s.kinds[string(info)] = k
 	}
 	return k
