@@ -42,12 +42,13 @@ BENCH_RESULTS ?= bench/results/$(shell date +%Y%m%d-%H%M%S)
 BENCH_RESULTS := $(BENCH_RESULTS)
 
 # The long-poll soak (bench/cmd/longpollsoak -results $(BENCH_RESULTS)) runs before edgebench,
-# whose goals table reads its longpoll.json.
+# whose goals table reads its longpoll.json: 9,900 held polls, issue 18's goal (this machine's
+# limit), in make's environment (the goal is stated with no GOGC or GOMEMLIMIT).
 bench:
 	mkdir -p $(BENCH_RESULTS)
 	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server h2load=nghttp2-client haproxy=haproxy
 	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./proxy/ ./discovery/ ./aggregate/
-	$(GO) run ./bench/cmd/longpollsoak -results $(BENCH_RESULTS)
+	$(GO) run ./bench/cmd/longpollsoak -n 9900 -results $(BENCH_RESULTS)
 	$(GO) run ./bench/cmd/loginflood -results $(BENCH_RESULTS)
 	$(GO) run ./bench/cmd/edgebench --results $(BENCH_RESULTS) $(BENCH_FLAGS)
 	$(GO) run ./bench/cmd/wsbench

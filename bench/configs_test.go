@@ -127,8 +127,8 @@ func TestEdgeConfig(t *testing.T) {
 		j.Issuer != "https://gitlab.example.com" || j.Audience != "gitlab-authz-token" {
 		t.Errorf("job_jwt: got %+v", j)
 	}
-	if got.Log.Level != "warn" {
-		t.Errorf("log level: got %q, want warn", got.Log.Level)
+	if got.Log.Level != "info" {
+		t.Errorf("log level: got %q, want info: the access log is written at info", got.Log.Level)
 	}
 }
 
@@ -197,6 +197,11 @@ func TestEdgeConfigAgents(t *testing.T) {
 			}
 			if got, want := cfg.GitLabAPI != nil, tt.agents.APISecretFile != ""; got != want {
 				t.Errorf("gitlab_api set: got %v, want %v", got, want)
+			}
+			// Issue 18's goals are stated with edge's access log on, its default.
+			if !cfg.Log.AccessLog() || cfg.Log.Access != nil || cfg.Log.Level != "info" {
+				t.Errorf("log: got level %q access %v (set: %v), want info with the access log on by default",
+					cfg.Log.Level, cfg.Log.AccessLog(), cfg.Log.Access != nil)
 			}
 		})
 	}

@@ -9,16 +9,19 @@ import (
 
 // goalLoad is a run where every load goal is met but one: edge-c is slower than 0.95x of edge-a.
 func goalLoad() []Row {
-	ms := time.Millisecond
+	ms, us := time.Millisecond, time.Microsecond
 	return []Row{
 		{Case: "direct", RPS: 40000, P99: 2 * ms},
-		{Case: "nginx", RPS: 25000, P99: 3 * ms},
-		{Case: "edge-a", RPS: 20000, P99: 3500 * time.Microsecond},
+		{Case: "nginx", RPS: 25000, P99: 3 * ms, HasProxy: true, ProxyCPUPerRequest: 20 * us},
+		{Case: "plain", RPS: 22000, HasProxy: true, ProxyCPUPerRequest: 28 * us},
+		{Case: "edge-a", RPS: 20000, P99: 3500 * us, HasProxy: true, ProxyCPUPerRequest: 30 * us},
 		{Case: "edge-b", RPS: 19500},
 		{Case: "edge-c", RPS: 18000},
 		{Case: "edge-d", RPS: 19000},
-		{Case: "tunnel", RPS: 15000},
-		{Case: "tunnel-hop", RPS: 9000},
+		{Case: "plain-post", RPS: 15000, HasProxy: true, ProxyCPUPerRequest: 40 * us},
+		{Case: "edge-post", RPS: 16000, HasProxy: true, ProxyCPUPerRequest: 38 * us},
+		{Case: "tunnel", RPS: 16000},
+		{Case: "tunnel-hop", RPS: 11000},
 	}
 }
 
@@ -31,74 +34,116 @@ func goalTransfers() []TransferRow {
 	}
 }
 
+// Rows of the goals table, in issue 18's order, then the rows kept from issue 11.
+const (
+	rowA = iota
+	rowC
+	rowD
+	rowPost
+	rowTunnel
+	rowHop
+	rowTransfer
+	rowLongPoll
+	rowB
+	rowAddedP99
+	goalRows
+)
+
 func TestGoals(t *testing.T) {
 	full := GoalInput{Load: goalLoad(), Transfers: goalTransfers(), Connections: 64, Pinned: true}
+	withPost := func(edge, plain time.Duration) GoalInput {
+		return GoalInput{Connections: 64, Load: []Row{
+			{Case: "plain-post", HasProxy: true, ProxyCPUPerRequest: plain}, {Case: "edge-post", HasProxy: true, ProxyCPUPerRequest: edge},
+		}}
+	}
+	us := time.Microsecond
+	held := LongPoll{PollsRequested: 9900, PollsHeld: 9900, EdgeRSSMaxMiB: 212.4, Answered: 9900, Answered204: 9900}
 	tests := []struct {
 		name  string
 		in    GoalInput
-		row   int // index in the table
+		row   int
 		today string
 		met   bool
 		run   bool
 	}{
-		{"a vs nginx", full, 0, "0.80x (edge-a 20000 req/s, nginx 25000)", true, true},
-		{"b vs a", full, 1, "0.97x (edge-b 19500 req/s, edge-a 20000)", true, true},
-		{"c vs a: not met", full, 2, "0.90x (edge-c 18000 req/s, edge-a 20000)", false, true},
-		{"d vs a: exactly the goal", full, 3, "0.95x (edge-d 19000 req/s, edge-a 20000)", true, true},
-		{"added p99", full, 4, "+1.50ms (edge-a 3.50ms, direct 2.00ms)", true, true},
-		{"tunnel vs a", full, 5, "0.75x (tunnel 15000 req/s, edge-a 20000)", true, true},
-		{"hop vs a, not vs tunnel", full, 6, "0.45x (tunnel-hop 9000 req/s, edge-a 20000)", false, true},
-		{"transfer, both directions", full, 7, "download 0.40x (800 of 2000 MB/s), upload 0.40x (600 of 1500 MB/s)", true, true},
-		{"long polls not run", full, 8, "not run (bench/cmd/longpollsoak)", false, false},
+		{"a vs nginx", full, rowA, "0.80x (edge-a 20000 req/s, nginx 25000)", true, true},
+		{"c vs a: not met", full, rowC, "0.90x (edge-c 18000 req/s, edge-a 20000)", false, true},
+		{"d vs a: exactly the goal", full, rowD, "0.95x (edge-d 19000 req/s, edge-a 20000)", true, true},
+		{"post cpu vs plain", full, rowPost, "0.95x (edge-post 38.0us/req, plain-post 40.0us)", true, true},
+		{"post cpu exactly the goal", withPost(40*us, 40*us), rowPost, "1.00x (edge-post 40.0us/req, plain-post 40.0us)", true, true},
+		{"post cpu over the goal", withPost(48*us, 40*us), rowPost, "1.20x (edge-post 48.0us/req, plain-post 40.0us)", false, true},
+		{"post without its baseline", GoalInput{Load: goalLoad()[8:9], Connections: 64}, rowPost, "not run (needs cases edge-post and plain-post)", false, false},
+		{"post, plain measured no CPU", withPost(40*us, 0), rowPost, "plain-post: no CPU measured", false, true},
+		{
+			"post at other connections", GoalInput{Load: goalLoad(), Connections: 32}, rowPost,
+			"0.95x (edge-post 38.0us/req, plain-post 40.0us) at 32 connections, not 64", false, true,
+		},
+		{"tunnel vs a: exactly the goal", full, rowTunnel, "0.80x (tunnel 16000 req/s, edge-a 20000)", true, true},
+		{"hop vs a, not vs tunnel", full, rowHop, "0.55x (tunnel-hop 11000 req/s, edge-a 20000)", false, true},
+		{"transfer, both directions", full, rowTransfer, "download 0.40x (800 of 2000 MB/s), upload 0.40x (600 of 1500 MB/s)", true, true},
+		{"long polls not run", full, rowLongPoll, "not run (bench/cmd/longpollsoak)", false, false},
+		{"b vs a, kept", full, rowB, "0.97x (edge-b 19500 req/s, edge-a 20000)", true, true},
+		{"added p99, kept", full, rowAddedP99, "+1.50ms (edge-a 3.50ms, direct 2.00ms)", true, true},
 		{
 			"other connections: shown, not met",
-			GoalInput{Load: goalLoad(), Connections: 50}, 0,
+			GoalInput{Load: goalLoad(), Connections: 50}, rowA,
 			"0.80x (edge-a 20000 req/s, nginx 25000) at 50 connections, not 64", false, true,
 		},
 		{
 			"added p99 over the goal",
-			GoalInput{Connections: 64, Load: []Row{{Case: "direct", P99: time.Millisecond}, {Case: "edge-a", P99: 3100 * time.Microsecond}}}, 4,
+			GoalInput{Connections: 64, Load: []Row{{Case: "direct", P99: time.Millisecond}, {Case: "edge-a", P99: 3100 * time.Microsecond}}}, rowAddedP99,
 			"+2.10ms (edge-a 3.10ms, direct 1.00ms)", false, true,
 		},
-		{"nginx not run", GoalInput{Load: goalLoad()[2:], Connections: 64}, 0, "not run (needs cases edge-a and nginx)", false, false},
-		{"no transfers", GoalInput{Connections: 64}, 7, "not run (needs case transfer)", false, false},
+		{"nginx not run", GoalInput{Load: goalLoad()[2:], Connections: 64}, rowA, "not run (needs cases edge-a and nginx)", false, false},
+		{"no transfers", GoalInput{Connections: 64}, rowTransfer, "not run (needs case transfer)", false, false},
 		{
 			"transfer unpinned",
-			GoalInput{Transfers: goalTransfers()[:2], Connections: 64}, 7,
-			"download 0.40x (800 of 2000 MB/s), not pinned", false, true,
+			GoalInput{Transfers: goalTransfers(), Connections: 64}, rowTransfer,
+			"download 0.40x (800 of 2000 MB/s), upload 0.40x (600 of 1500 MB/s), not pinned", false, true,
+		},
+		{
+			"transfer download only: each direction is the goal",
+			GoalInput{Transfers: goalTransfers()[:2], Pinned: true}, rowTransfer,
+			"download 0.40x (800 of 2000 MB/s)", false, true,
 		},
 		{
 			"transfer upload under the goal",
-			GoalInput{Transfers: append(goalTransfers()[:3], TransferRow{Path: "tunnel", Direction: Upload, MBps: 300}), Pinned: true}, 7,
-			"download 0.40x (800 of 2000 MB/s), upload 0.20x (300 of 1500 MB/s)", false, true,
+			GoalInput{Transfers: append(goalTransfers()[:3], TransferRow{Path: "tunnel", Direction: Upload, MBps: 585}), Pinned: true}, rowTransfer,
+			"download 0.40x (800 of 2000 MB/s), upload 0.39x (585 of 1500 MB/s)", false, true,
+		},
+		{"long polls held", GoalInput{LongPoll: &held}, rowLongPoll, "9900 of 9900 held, RSS 212 MiB, 9900 answered 204, 0 retried", true, true},
+		{
+			"long polls: more than the goal held",
+			GoalInput{LongPoll: &LongPoll{PollsRequested: 10000, PollsHeld: 10000, EdgeRSSMaxMiB: 250, Answered: 10000, Answered204: 10000}}, rowLongPoll,
+			"10000 of 10000 held, RSS 250 MiB, 10000 answered 204, 0 retried", true, true,
 		},
 		{
-			"long polls held",
-			GoalInput{LongPoll: &LongPoll{PollsRequested: 10000, PollsHeld: 10000, EdgeRSSMaxMiB: 212.4, Answered: 10000, Answered204: 10000}}, 8,
-			"10000 of 10000 held, RSS 212 MiB, 10000 answered 204, 0 retried", true, true,
+			"long polls with a GC setting",
+			GoalInput{LongPoll: &held, GCSetting: "GOGC=50"}, rowLongPoll,
+			"9900 of 9900 held, RSS 212 MiB, 9900 answered 204, 0 retried, with GOGC=50", false, true,
 		},
 		{
 			"long polls limited",
-			GoalInput{LongPoll: &LongPoll{PollsRequested: 10000, PollsHeld: 9000, LimitedBy: "RLIMIT_NOFILE hard 20000", EdgeRSSMaxMiB: 123, Answered: 9000, Answered204: 9000}}, 8,
-			"9000 of 10000 held (RLIMIT_NOFILE hard 20000), RSS 123 MiB, 9000 answered 204, 0 retried", false, true,
+			GoalInput{LongPoll: &LongPoll{PollsRequested: 9900, PollsHeld: 9000, LimitedBy: "RLIMIT_NOFILE hard 20000", EdgeRSSMaxMiB: 123, Answered: 9000, Answered204: 9000}}, rowLongPoll,
+			"9000 of 9900 held (RLIMIT_NOFILE hard 20000), RSS 123 MiB, 9000 answered 204, 0 retried", false, true,
 		},
 		{
 			"long polls retried",
-			GoalInput{LongPoll: &LongPoll{PollsRequested: 10000, PollsHeld: 10000, EdgeRSSMaxMiB: 200, Answered: 10000, Answered204: 9990, Retried: 3, Edge5xx: 2, Errors: 1}}, 8,
-			"10000 of 10000 held, RSS 200 MiB, 10000 answered (9990 with 204), 3 retried, 2 edge 5xx, 1 errors", false, true,
+			GoalInput{LongPoll: &LongPoll{PollsRequested: 9900, PollsHeld: 9900, EdgeRSSMaxMiB: 200, Answered: 9900, Answered204: 9890, Retried: 3, Edge5xx: 2, Errors: 1}}, rowLongPoll,
+			"9900 of 9900 held, RSS 200 MiB, 9900 answered (9890 with 204), 3 retried, 2 edge 5xx, 1 errors", false, true,
 		},
 		{
-			"long polls too big",
-			GoalInput{LongPoll: &LongPoll{PollsRequested: 10000, PollsHeld: 10000, EdgeRSSMaxMiB: 301, Answered: 10000, Answered204: 10000}}, 8,
-			"10000 of 10000 held, RSS 301 MiB, 10000 answered 204, 0 retried", false, true,
+			"long polls too big: the issue's figure",
+			GoalInput{LongPoll: &LongPoll{PollsRequested: 9900, PollsHeld: 9900, EdgeRSSMaxMiB: 516, Answered: 9900, Answered204: 9900}}, rowLongPoll,
+			"9900 of 9900 held, RSS 516 MiB, 9900 answered 204, 0 retried", false, true,
 		},
-		{"long polls unreadable", GoalInput{LongPollErr: errors.New("longpoll.json: bad")}, 8, "unreadable result: longpoll.json: bad", false, true},
+		{"long polls unreadable", GoalInput{LongPollErr: errors.New("longpoll.json: bad")}, rowLongPoll, "unreadable result: longpoll.json: bad", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			goals := Goals(tt.in)
-			if len(goals) != 9 {
-				t.Fatalf("goals: got %d rows, want 9", len(goals))
+			if len(goals) != goalRows {
+				t.Fatalf("goals: got %d rows, want %d", len(goals), goalRows)
 			}
 			g := goals[tt.row]
 			if g.Today != tt.today || g.Met != tt.met || g.Measured != tt.run {
@@ -109,36 +154,50 @@ func TestGoals(t *testing.T) {
 	}
 }
 
+// TestGoalsText: issue 18's rows in its order, each with the issue's figure and its goal, then
+// the rows kept from issue 11.
 func TestGoalsText(t *testing.T) {
 	goals := Goals(GoalInput{})
-	want := [][2]string{
-		{"(a) plain GET, legacy route (edge-a) vs nginx req/s", ">= 0.6x"},
-		{"(b) routable token in a header (edge-b) vs (a) req/s", ">= 0.95x"},
-		{"(c) token in a JSON body (edge-c) vs (a) req/s", ">= 0.95x"},
-		{"(d) verified job JWT (edge-d) vs (a) req/s", ">= 0.95x"},
-		{"added p99 latency over direct at 64 connections (edge-a p99 minus direct p99)", "<= 2 ms"},
-		{"tunnel request (edge > agent) vs (a) req/s", ">= 0.75x"},
-		{"edge-to-edge hop (edge2 > edge > agent) vs (a) req/s", ">= 0.5x"},
-		{"10 MiB through a tunnel vs direct loopback (transfer, tunnel path, pinned)", ">= 0.35x"},
-		{"10,000 held `jobs/request` long polls", "held, edge RSS <= 300 MiB, answered, none retried"},
+	want := [][3]string{
+		{"(a) plain GET, legacy route, access log on (edge-a) vs nginx req/s", "0.46-0.54x", ">= 0.6x"},
+		{"(c) token in a JSON body (edge-c) vs (a) req/s", "0.86x", ">= 0.95x"},
+		{"(d) verified job JWT (edge-d) vs (a) req/s", "0.89x", ">= 0.95x"},
+		{"POST with a 512 B body on the legacy route (edge-post), CPU per request vs a plain `httputil` proxy (plain-post)", "1.2x", "<= 1.0x"},
+		{"tunnel request (edge > agent) vs (a) req/s", "0.57x", ">= 0.8x"},
+		{"edge-to-edge hop (edge2 > edge > agent) vs (a) req/s", "0.34x", ">= 0.6x"},
+		{"10 MiB through a tunnel vs direct loopback, each direction (transfer, tunnel path, pinned)", "0.29x down, 0.19x up", ">= 0.4x each"},
+		{"9,900 held `jobs/request` long polls (the machine's limit)", "RSS 516 MiB", "held, edge RSS <= 300 MiB with no GC setting, answered, none retried"},
+		{"(b) routable token in a header (edge-b) vs (a) req/s", "- (not in issue 18)", ">= 0.95x"},
+		{"added p99 latency over direct at 64 connections (edge-a p99 minus direct p99)", "- (not in issue 18)", "<= 2 ms"},
+	}
+	if len(goals) != len(want) {
+		t.Fatalf("goals: got %d rows, want %d", len(goals), len(want))
 	}
 	for i, w := range want {
-		if goals[i].Case != w[0] || goals[i].Goal != w[1] {
-			t.Errorf("row %d: got %q %q, want %q %q", i, goals[i].Case, goals[i].Goal, w[0], w[1])
+		if goals[i].Case != w[0] || goals[i].Issue != w[1] || goals[i].Goal != w[2] {
+			t.Errorf("row %d: got %q %q %q, want %q %q %q", i, goals[i].Case, goals[i].Issue, goals[i].Goal, w[0], w[1], w[2])
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 9900: "9,900", 10000: "10,000", 1234567: "1,234,567", -9900: "-9,900"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d): got %q, want %q", n, got, want)
 		}
 	}
 }
 
 func TestGoalsMarkdown(t *testing.T) {
 	got := GoalsMarkdown([]Goal{
-		{Case: "a", Goal: ">= 1x", Today: "1.2x", Met: true, Measured: true},
-		{Case: "b|c", Goal: "<= 2 ms", Today: "+3ms", Measured: true},
+		{Case: "a", Issue: "0.5x", Goal: ">= 1x", Today: "1.2x", Met: true, Measured: true},
+		{Case: "b|c", Issue: "-", Goal: "<= 2 ms", Today: "+3ms", Measured: true},
 		{Case: "d", Goal: ">= 1x", Today: "not run (x)"},
 	})
-	want := "| case | goal | today | met |\n|---|---|---|---|\n" +
-		"| a | >= 1x | 1.2x | yes |\n" +
-		"| b\\|c | <= 2 ms | +3ms | no |\n" +
-		"| d | >= 1x | not run (x) | - |\n"
+	want := "| case | issue's figure | today | goal | met |\n|---|---|---|---|---|\n" +
+		"| a | 0.5x | 1.2x | >= 1x | yes |\n" +
+		"| b\\|c | - | +3ms | <= 2 ms | no |\n" +
+		"| d |  | not run (x) | >= 1x | - |\n"
 	if got != want {
 		t.Errorf("markdown:\ngot\n%s\nwant\n%s", got, want)
 	}

@@ -6,14 +6,15 @@ import (
 	"time"
 )
 
-// Case IDs of the peers beside nginx: the same plain reverse proxy in HAProxy and Caddy.
+// Case IDs of the peers beside nginx: the same plain reverse proxy in HAProxy and Caddy (and
+// CasePlain, a tuned httputil.ReverseProxy).
 const (
 	CaseHAProxy = "haproxy"
 	CaseCaddy   = "caddy"
 )
 
 // Peers are the other proxies edge is compared with, nginx (the table's baseline) first.
-func Peers() []string { return []string{CaseNginx, CaseHAProxy, CaseCaddy} }
+func Peers() []string { return []string{CaseNginx, CaseHAProxy, CaseCaddy, CasePlain} }
 
 // PeerFindings are the peers' numbers in words: each peer against nginx, then edge-a (edge's
 // plain proxy) against every peer that ran, req/s with the goal against nginx, and CPU
@@ -67,4 +68,20 @@ func metText(met bool) string {
 		return "met"
 	}
 	return "NOT met"
+}
+
+// PostFindings is the 512 B POST on the legacy route in words: edge against the plain httputil
+// proxy, CPU per request (the goal's measure) with req/s and p99 beside it.
+func PostFindings(load []Row) []string {
+	e, p := rowByCase(load, CaseEdgePost), rowByCase(load, CasePlainPost)
+	if e == nil || p == nil {
+		return nil
+	}
+	cpu := durationRatio(e.ProxyCPUPerRequest, p.ProxyCPUPerRequest, CasePlainPost)
+	if v, ok := Ratio(float64(e.ProxyCPUPerRequest), float64(p.ProxyCPUPerRequest)); ok {
+		cpu += fmt.Sprintf(" (goal <= %.1fx: %s)", GoalPostCPUVsPlain, metText(v <= GoalPostCPUVsPlain))
+	}
+	return []string{fmt.Sprintf("POST 512 B, legacy route: edge-post cpu/req %s, %s; req/s %.0f, %s %s's %.0f; p99 %s, %s",
+		FormatDuration(e.ProxyCPUPerRequest), cpu, e.RPS, ratioText(e.RPS, p.RPS), CasePlainPost, p.RPS,
+		FormatDuration(e.P99), durationRatio(e.P99, p.P99, CasePlainPost))}
 }

@@ -13,10 +13,14 @@ const (
 	caseNginx   = bench.CaseNginx
 	caseHAProxy = bench.CaseHAProxy
 	caseCaddy   = bench.CaseCaddy
+	casePlain   = bench.CasePlain // the plain httputil proxy (bench/cmd/plainproxy)
 	caseEdgeA   = bench.CaseEdgeA
 	caseEdgeB   = bench.CaseEdgeB
 	caseEdgeC   = bench.CaseEdgeC
 	caseEdgeD   = bench.CaseEdgeD
+
+	casePlainPost = bench.CasePlainPost // a 512 B POST on the legacy route through the plain httputil proxy
+	caseEdgePost  = bench.CaseEdgePost  // the same through edge
 
 	caseTunnel    = bench.CaseTunnel    // through an agent's tunnel, one edge
 	caseTunnelHop = bench.CaseTunnelHop // entering a second edge, which forwards to the first
@@ -29,6 +33,7 @@ const (
 	targetNginx   = "nginx"
 	targetHAProxy = "haproxy"
 	targetCaddy   = "caddy"
+	targetPlain   = "plain" // bench/cmd/plainproxy
 	targetEdge    = "edge"
 	targetEdge2   = "edge2" // the second edge, which holds no agent
 )
@@ -37,13 +42,19 @@ const (
 const agentID = "a1"
 
 func allCaseIDs() []string {
-	return []string{caseDirect, caseNginx, caseHAProxy, caseCaddy, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD, caseTunnel, caseTunnelHop, caseTransfer}
+	return []string{
+		caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD,
+		casePlainPost, caseEdgePost, caseTunnel, caseTunnelHop, caseTransfer,
+	}
 }
 
 // baselines are the cases a case is compared with, run with it even when not selected: the
-// tunnel against the plain proxy (edge-a), the hop against the one-edge tunnel.
+// tunnel against the plain proxy (edge-a), the hop against the one-edge tunnel, edge's POST
+// against the plain httputil proxy's.
 func baselines(id string) []string {
 	switch id {
+	case caseEdgePost:
+		return []string{casePlainPost}
 	case caseTunnel:
 		return []string{caseEdgeA}
 	case caseTunnelHop:
@@ -94,16 +105,26 @@ type caseTokens struct {
 	api    string // JWT of the API for GitLab (HS256), for the tunnel cases
 }
 
+// postPath is the legacy route the POST cases send their 512 B body to: no token, so edge sends it
+// to cell 1, whose upstream listener drains the body.
+const postPath = "/api/v4/projects/1/issues"
+
+// postBody is the POST cases' body: 512 bytes.
+var postBody = strings.Repeat("0123456789abcdef", 32)
+
 // buildCases describes every wrk case (transfer is not one). The direct, peer (nginx, HAProxy,
-// Caddy) and tunnel cases send the legacy edge case's request, so they differ only in what is in
-// between.
+// Caddy, the plain httputil proxy) and tunnel cases send the legacy edge case's request, so they
+// differ only in what is in between; the POST cases send the same POST through the plain
+// httputil proxy and through edge.
 func buildCases(ids []string, tok caseTokens) []benchCase {
 	const discovery = "/api/v4/runners/router/discovery"
+	post := map[string]string{"Content-Type": "application/octet-stream"}
 	all := map[string]benchCase{
 		caseDirect:  {label: "direct upstream (limit)", target: targetDirect, method: "GET", path: discovery, wantUpstream: 0},
 		caseNginx:   {label: "nginx proxy", target: targetNginx, method: "GET", path: discovery, wantUpstream: 0},
 		caseHAProxy: {label: "haproxy proxy", target: targetHAProxy, method: "GET", path: discovery, wantUpstream: 0},
 		caseCaddy:   {label: "caddy proxy", target: targetCaddy, method: "GET", path: discovery, wantUpstream: 0},
+		casePlain:   {label: "plain httputil proxy", target: targetPlain, method: "GET", path: discovery, wantUpstream: 0},
 		caseEdgeA:   {label: "edge a: no token (legacy)", target: targetEdge, method: "GET", path: discovery, wantUpstream: 0},
 		caseEdgeB: {
 			label: "edge b: RUNNER-TOKEN header", target: targetEdge, method: "GET", path: discovery,
@@ -117,6 +138,14 @@ func buildCases(ids []string, tok caseTokens) []benchCase {
 		caseEdgeD: {
 			label: "edge d: job JWT (verified)", target: targetEdge, method: "GET", path: "/api/v4/jobs/123/artifacts",
 			headers: map[string]string{"JOB-TOKEN": tok.jobJWT}, wantUpstream: 2,
+		},
+		casePlainPost: {
+			label: "plain-post: POST 512 B, httputil", target: targetPlain, method: "POST", path: postPath,
+			headers: post, body: postBody, wantUpstream: 0,
+		},
+		caseEdgePost: {
+			label: "edge-post: POST 512 B (legacy)", target: targetEdge, method: "POST", path: postPath,
+			headers: post, body: postBody, wantUpstream: 0,
 		},
 		caseTunnel: {
 			label: "tunnel: edge > agent", target: targetEdge, method: "GET", path: discovery,

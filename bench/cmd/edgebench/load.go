@@ -26,6 +26,8 @@ func (h *harness) url(c benchCase) string {
 		port = h.haproxyPort
 	case targetCaddy:
 		port = h.caddyPort
+	case targetPlain:
+		port = h.plainPort
 	case targetEdge:
 		port = h.edgePort
 	case targetEdge2:
@@ -45,7 +47,7 @@ type part struct {
 }
 
 // pathProcs are the processes between the client and the upstream, the one the client talks to
-// first: none for direct; the proxy (a peer or edge); for a tunnel the edge and the agent, and for the hop also
+// first: none for direct; the proxy (a peer, the plain httputil proxy or edge); for a tunnel the edge and the agent, and for the hop also
 // the entry edge and the Redis it asks where the agent is.
 func (h *harness) pathProcs(c benchCase) []part {
 	switch {
@@ -55,6 +57,8 @@ func (h *harness) pathProcs(c benchCase) []part {
 		return []part{{"haproxy", h.haproxy}}
 	case c.target == targetCaddy:
 		return []part{{"caddy", h.caddy}}
+	case c.target == targetPlain:
+		return []part{{"plain", h.plain}}
 	case c.target == targetEdge2:
 		return []part{{bench.PartEdge2, h.edge2}, {bench.PartEdge, h.edge}, {bench.PartAgent, h.agent}, {bench.PartRedis, h.redis}}
 	case c.target == targetEdge && c.viaAgent:

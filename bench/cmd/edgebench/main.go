@@ -148,7 +148,8 @@ func (h *harness) benchmark(ctx context.Context) error {
 	return nil
 }
 
-// startServers starts what the cases need, upstream first: the peers (nginx, HAProxy, Caddy),
+// startServers starts what the cases need, upstream first: the peers (nginx, HAProxy, Caddy, the
+// plain httputil proxy),
 // the edge, and for the tunnel cases Redis and the second edge (for the hop), then the agent.
 func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub string) error {
 	if err := h.startUpstream(ctx); err != nil {
@@ -158,7 +159,7 @@ func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub st
 		target string
 		start  func(context.Context) error
 	}{
-		{targetNginx, h.startNginx}, {targetHAProxy, h.startHAProxy}, {targetCaddy, h.startCaddy},
+		{targetNginx, h.startNginx}, {targetHAProxy, h.startHAProxy}, {targetCaddy, h.startCaddy}, {targetPlain, h.startPlain},
 	} {
 		if !needsTarget(cases, peer.target) {
 			continue

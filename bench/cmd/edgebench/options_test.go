@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,6 +43,10 @@ func TestParseOptions(t *testing.T) {
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected"},
 		{name: "tunnel part", args: []string{"--quick", "--cases", "tunnel,tunnel-hop,transfer"}, duration: 3 * time.Second, warmup: time.Second, rounds: 3,
 			cases: []string{"edge-a", "tunnel", "tunnel-hop", "transfer"}},
+		{name: "post brings its baseline", args: []string{"--cases", "edge-a,nginx,edge-c,edge-d,edge-post"}, duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 3,
+			cases: []string{"edge-a", "nginx", "edge-c", "edge-d", "plain-post", "edge-post"}},
+		{name: "profile the plain proxy", args: []string{"--cases", "plain,plain-post", "--profile", "plain-post"}, duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 3,
+			cases: []string{"plain", "plain-post"}},
 		{name: "profile transfer", args: []string{"--cases", "transfer", "--profile", "transfer"}, wantErr: "only wrk cases"},
 		{name: "zero transfers", args: []string{"--transfers", "0"}, wantErr: "transfers"},
 	}
@@ -96,10 +106,13 @@ func TestBuildCases(t *testing.T) {
 		caseNginx:     {target: targetNginx, method: "GET"},
 		caseHAProxy:   {target: targetHAProxy, method: "GET"},
 		caseCaddy:     {target: targetCaddy, method: "GET"},
+		casePlain:     {target: targetPlain, method: "GET"},
 		caseEdgeA:     {target: targetEdge, method: "GET"},
 		caseEdgeB:     {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
 		caseEdgeC:     {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},
 		caseEdgeD:     {target: targetEdge, method: "GET", header: "JOB-TOKEN", token: "glcbt-J", upstream: 2},
+		casePlainPost: {target: targetPlain, method: "POST"},
+		caseEdgePost:  {target: targetEdge, method: "POST"},
 		caseTunnel:    {target: targetEdge, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
 		caseTunnelHop: {target: targetEdge2, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
 	}
@@ -140,7 +153,7 @@ func TestBuildCases(t *testing.T) {
 		}
 		return out
 	}
-	if !needsEdge(pick(caseDirect, caseEdgeA)) || needsEdge(pick(caseDirect, caseNginx, caseHAProxy, caseCaddy)) {
+	if !needsEdge(pick(caseDirect, caseEdgeA)) || !needsEdge(pick(caseEdgePost)) || needsEdge(pick(caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, casePlainPost)) {
 		t.Errorf("needsEdge disagrees with the targets")
 	}
 	for _, tt := range []struct {
@@ -151,12 +164,99 @@ func TestBuildCases(t *testing.T) {
 		{[]string{caseNginx, caseEdgeA}, targetNginx, true},
 		{[]string{caseHAProxy}, targetHAProxy, true},
 		{[]string{caseCaddy}, targetCaddy, true},
+		{[]string{casePlain}, targetPlain, true},
+		{[]string{casePlainPost, caseEdgePost}, targetPlain, true},
+		{[]string{caseEdgePost}, targetPlain, false},
+		{[]string{caseNginx, caseHAProxy, caseCaddy, caseEdgeA}, targetPlain, false},
 		{[]string{caseDirect, caseNginx, caseEdgeA}, targetCaddy, false},
 		{[]string{caseEdgeA, caseTunnel}, targetNginx, false},
 	} {
 		if got := needsTarget(pick(tt.ids...), tt.target); got != tt.want {
 			t.Errorf("needsTarget(%v, %s): got %v, want %v", tt.ids, tt.target, got, tt.want)
 		}
+	}
+}
+
+// TestPostCases: the POST cases send the same 512-byte body to the same legacy path, one through
+// the plain httputil proxy and one through edge, and are checked against cell 1 with the body
+// whole (verify compares Bench-Body-Bytes with len(body)).
+func TestPostCases(t *testing.T) {
+	byID := map[string]benchCase{}
+	for _, c := range buildCases([]string{casePlainPost, caseEdgePost, casePlain}, caseTokens{}) {
+		byID[c.id] = c
+	}
+	plain, edge := byID[casePlainPost], byID[caseEdgePost]
+	for _, c := range []benchCase{plain, edge} {
+		if c.method != "POST" || c.path != "/api/v4/projects/1/issues" || len(c.body) != 512 || c.wantUpstream != 0 ||
+			c.headers["Content-Type"] != "application/octet-stream" || len(c.headers) != 1 || c.viaAgent {
+			t.Errorf("%s: got %s %s, %d body bytes, upstream %d, headers %v", c.id, c.method, c.path, len(c.body), c.wantUpstream, c.headers)
+		}
+	}
+	if plain.body != edge.body || plain.target != targetPlain || edge.target != targetEdge {
+		t.Errorf("the POST cases differ in more than their target: %s vs %s", plain.target, edge.target)
+	}
+	if c := byID[casePlain]; c.method != "GET" || c.path != "/api/v4/runners/router/discovery" || c.body != "" {
+		t.Errorf("plain: got %s %s", c.method, c.path)
+	}
+	if got := latencyCases(buildCases([]string{casePlain, casePlainPost, caseEdgePost}, caseTokens{})); len(got) != 0 {
+		t.Errorf("latency cases without a tunnel: got %d, want none", len(got))
+	}
+}
+
+// TestVerifyPost runs the pre-flight check of the POST cases against a stand-in for the upstream
+// (it names its port and counts the body bytes, as bench/cmd/upstream does): the whole body at
+// cell 1 passes; a proxy that loses part of the body, or a wrong cell, fails the run.
+func TestVerifyPost(t *testing.T) {
+	var drop atomic.Int64 // body bytes the stand-in pretends it did not get
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		_, port, _ := net.SplitHostPort(r.Host)
+		w.Header().Set("Bench-Upstream", port)
+		w.Header().Set("Bench-Body-Bytes", strconv.FormatInt(n-drop.Load(), 10))
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	h := &harness{upstreamPorts: [3]int{port, port + 1, port + 2}, plainPort: port, edgePort: port}
+	cases := buildCases([]string{casePlainPost, caseEdgePost}, caseTokens{})
+	for _, c := range cases {
+		if err := h.verify(context.Background(), c); err != nil {
+			t.Errorf("%s: %v", c.id, err)
+		}
+	}
+	drop.Store(1)
+	if err := h.verify(context.Background(), cases[1]); err == nil || !strings.Contains(err.Error(), "511 body bytes, want 512") {
+		t.Errorf("short body: got %v", err)
+	}
+	drop.Store(0)
+	h.upstreamPorts = [3]int{port + 1, port, port + 2}
+	if err := h.verify(context.Background(), cases[0]); err == nil || !strings.Contains(err.Error(), "(cell 2), want") {
+		t.Errorf("wrong cell: got %v", err)
+	}
+}
+
+func TestGCSetting(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if got := gcSetting(getenv); got != "" {
+		t.Errorf("no GC setting: got %q", got)
+	}
+	env["GOGC"], env["GOMEMLIMIT"] = "50", "200MiB"
+	if got := gcSetting(getenv); got != "GOGC=50 GOMEMLIMIT=200MiB" {
+		t.Errorf("GC settings: got %q", got)
+	}
+}
+
+func TestPlainInfo(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "plain.log")
+	if err := os.WriteFile(log, []byte("plainproxy: listening 127.0.0.1:4300, upstream http://127.0.0.1:3001, GOMAXPROCS 1, go1.26.0\nlater\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := plainInfo(log); got != "GOMAXPROCS 1, go1.26.0" {
+		t.Errorf("plainInfo: got %q", got)
+	}
+	if got := plainInfo(filepath.Join(dir, "none")); got != "log unreadable" {
+		t.Errorf("plainInfo of no log: got %q", got)
 	}
 }
 

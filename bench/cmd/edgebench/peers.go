@@ -71,6 +71,47 @@ func (h *harness) startCaddy(ctx context.Context) error {
 	return nil
 }
 
+// startPlain builds and starts the plain httputil proxy (bench/cmd/plainproxy) to the first
+// upstream listener, pinned with the servers; its GOMAXPROCS is Go's default, which follows the
+// pinning (1), as edge's does.
+func (h *harness) startPlain(ctx context.Context) error {
+	bin, err := h.goBuild(ctx, "./bench/cmd/plainproxy", "plainproxy")
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	p, err := h.sup.Start("plain", h.pinned(h.opts.serverCPU, bin,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--upstream", fmt.Sprintf("http://127.0.0.1:%d", h.upstreamPorts[0])), bench.StartOptions{})
+	if err != nil {
+		return err
+	}
+	h.plain, h.plainPort = p, port
+	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
+		return fmt.Errorf("plain httputil proxy: %w", err)
+	}
+	h.plainInfo = plainInfo(p.Log)
+	return nil
+}
+
+// plainInfo is what the plain proxy said when it started ("listening ..., GOMAXPROCS 1,
+// go1.x"), for the header.
+func plainInfo(log string) string {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return "log unreadable"
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if _, after, ok := strings.Cut(line, "upstream "); ok {
+		if _, rest, ok := strings.Cut(after, ", "); ok {
+			return rest
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
 // findCaddy is --caddy-bin, or the Caddy scripts/caddy.sh builds from the Go module proxy once
 // (minutes) and caches; its progress goes to the harness's stderr.
 func (h *harness) findCaddy(ctx context.Context) error {

@@ -28,6 +28,9 @@ func (h *harness) printHeader(ctx context.Context) {
 	if h.caddy != nil {
 		versions = append(versions, "caddy "+firstLine(ctx, h.tools.caddy, "version"))
 	}
+	if h.plain != nil {
+		versions = append(versions, "plain httputil proxy ("+h.plainInfo+")")
+	}
 	if h.redis != nil {
 		versions = append(versions, "redis "+firstLine(ctx, h.tools.redis, "--version"))
 	}
@@ -73,6 +76,7 @@ func (h *harness) report(cases []benchCase, res results) reportRows {
 		_ = bench.WriteTable(h.out, bench.Cells(rows.load))
 		fmt.Fprintln(h.out)
 		fmt.Fprintln(h.out, "cpu/req: utime+stime from /proc/<pid>/stat (nginx: master and worker) over the run, divided by its requests.")
+		fmt.Fprintln(h.out, "edge runs with its access log on (its default; nginx, HAProxy, Caddy and plain log nothing per request).")
 		fmt.Fprintln(h.out, "req/s: higher is better; p99 and cpu/req: lower is better. spread: (max-min)/median of req/s over the rounds.")
 		fmt.Fprintln(h.out, "errors: socket errors + non-2xx answers.")
 	}
@@ -98,7 +102,8 @@ func (h *harness) report(cases []benchCase, res results) reportRows {
 		_ = bench.WriteTable(h.out, bench.TransferCells(rows.transfers))
 		fmt.Fprintln(h.out, "path cpu/MiB: CPU of the edges, agent and Redis on the path per MiB moved; spread: (max-min)/median of the rounds' medians.")
 	}
-	findings := slices.Concat(bench.PeerFindings(rows.load), bench.TunnelFindings(rows.load, rows.latency, rows.transfers))
+	findings := slices.Concat(bench.PeerFindings(rows.load), bench.PostFindings(rows.load),
+		bench.TunnelFindings(rows.load, rows.latency, rows.transfers))
 	if len(findings) > 0 {
 		fmt.Fprintln(h.out, "\nfindings:")
 		for _, f := range findings {

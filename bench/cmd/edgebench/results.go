@@ -37,9 +37,21 @@ func (h *harness) record(res results, rows reportRows) error {
 // goals are the issue's goals with today's figures: from the medians, and for the long polls
 // from the soak's longpoll.json in the results directory, which make bench writes first.
 func (h *harness) goals(rows reportRows) []bench.Goal {
-	in := bench.GoalInput{Load: rows.load, Transfers: rows.transfers, Connections: h.opts.connections, Pinned: h.pin}
+	in := bench.GoalInput{Load: rows.load, Transfers: rows.transfers, Connections: h.opts.connections, Pinned: h.pin, GCSetting: gcSetting(os.Getenv)}
 	in.LongPoll, in.LongPollErr = readLongPoll(h.opts.results)
 	return bench.Goals(in)
+}
+
+// gcSetting names the Go GC settings in the environment (make bench's, which the long-poll
+// soak's edge inherits too), "" when there are none: the long-poll goal is stated without any.
+func gcSetting(getenv func(string) string) string {
+	var set []string
+	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v := getenv(name); v != "" {
+			set = append(set, name+"="+v)
+		}
+	}
+	return strings.Join(set, " ")
 }
 
 // readLongPoll is the soak's result in dir; nil without a results directory or a soak.
@@ -63,7 +75,7 @@ func readLongPoll(dir string) (*bench.LongPoll, error) {
 
 // goalsTitle heads the goals table on the terminal and in the results.
 func (h *harness) goalsTitle() string {
-	return fmt.Sprintf("goals (issue 11): today's figures from the medians of %d rounds of %s at %d connections",
+	return fmt.Sprintf("goals (issue 18): the issue's figure and today's, from the medians of %d rounds of %s at %d connections",
 		h.opts.rounds, h.opts.duration, h.opts.connections)
 }
 

@@ -28,27 +28,30 @@ func TestWriteResults(t *testing.T) {
 		return string(b)
 	}
 	md := read("edgebench.md")
-	for _, want := range []string{"```\nmedians of 3 rounds:\ncase  req/s\n```", "| (a) plain GET, legacy route (edge-a) vs nginx req/s | >= 0.6x | 0.80x"} {
+	for _, want := range []string{"```\nmedians of 3 rounds:\ncase  req/s\n```", "| (a) plain GET, legacy route, access log on (edge-a) vs nginx req/s | 0.46-0.54x | 0.80x (edge-a 20000 req/s, nginx 25000) | >= 0.6x | yes |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("edgebench.md lacks %q:\n%s", want, md)
 		}
 	}
-	if g := read("goals.md"); !strings.Contains(g, "| case | goal | today | met |") || strings.Contains(g, "medians of 3 rounds:\n") {
+	if g := read("goals.md"); !strings.Contains(g, "| case | issue's figure | today | goal | met |") || strings.Contains(g, "medians of 3 rounds:\n") {
 		t.Errorf("goals.md: want the goals table alone:\n%s", g)
 	}
 	var all struct {
 		Runs  []jsonRun `json:"runs"`
 		Goals []map[string]any
 	}
-	if err := json.Unmarshal([]byte(read("edgebench.json")), &all); err != nil || len(all.Runs) != 1 || len(all.Goals) != 9 {
+	if err := json.Unmarshal([]byte(read("edgebench.json")), &all); err != nil || len(all.Runs) != 1 || len(all.Goals) != 10 {
 		t.Errorf("edgebench.json: %d runs, %d goals (%v)", len(all.Runs), len(all.Goals), err)
 	}
 	var only []map[string]any
-	if err := json.Unmarshal([]byte(read("goals.json")), &only); err != nil || len(only) != 9 {
+	if err := json.Unmarshal([]byte(read("goals.json")), &only); err != nil || len(only) != 10 {
 		t.Fatalf("goals.json: %d goals (%v)", len(only), err)
 	}
-	if got := len(only[0]); got != 4 || only[0]["met"] != true || only[0]["goal"] != ">= 0.6x" {
-		t.Errorf("goals.json row: got %v, want {case, today, goal, met}", only[0])
+	if got := len(only[0]); got != 5 || only[0]["met"] != true || only[0]["goal"] != ">= 0.6x" || only[0]["issue_figure"] != "0.46-0.54x" {
+		t.Errorf("goals.json row: got %v, want {case, issue_figure, today, goal, met}", only[0])
+	}
+	if !strings.Contains(md, "## goals (issue 18): ") {
+		t.Errorf("edgebench.md: no issue 18 goals title:\n%s", md)
 	}
 }
 

@@ -47,6 +47,9 @@ type harness struct {
 	haproxyPort   int
 	caddy         *bench.Proc
 	caddyPort     int
+	plain         *bench.Proc // the plain httputil proxy (bench/cmd/plainproxy)
+	plainPort     int
+	plainInfo     string // its line on starting: listener, GOMAXPROCS, Go version
 	edge          *bench.Proc
 	edgeBin       string
 	edgePort      int

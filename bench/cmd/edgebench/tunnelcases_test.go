@@ -29,6 +29,9 @@ func TestWithBaselines(t *testing.T) {
 		{in: []string{"tunnel-hop", "tunnel"}, want: []string{"tunnel-hop", "edge-a", "tunnel"}, added: []string{"edge-a"}},
 		{in: []string{"direct", "tunnel", "edge-a"}, want: []string{"direct", "tunnel", "edge-a"}},
 		{in: []string{"transfer"}, want: []string{"transfer"}},
+		{in: []string{"edge-post"}, want: []string{"plain-post", "edge-post"}, added: []string{"plain-post"}},
+		{in: []string{"edge-post", "plain-post"}, want: []string{"edge-post", "plain-post"}}, // both selected: as given
+		{in: []string{"plain-post", "plain"}, want: []string{"plain-post", "plain"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.in, ","), func(t *testing.T) {
@@ -41,8 +44,8 @@ func TestWithBaselines(t *testing.T) {
 }
 
 func TestTunnelURLsAndProcesses(t *testing.T) {
-	h := &harness{upstreamPorts: [3]int{3001, 3002, 3003}, nginxPort: 4000, haproxyPort: 4100, caddyPort: 4200, edgePort: 5000, edge2Port: 6000,
-		nginx: &bench.Proc{Name: "nginx"}, haproxy: &bench.Proc{Name: "haproxy"}, caddy: &bench.Proc{Name: "caddy"}, edge: &bench.Proc{Name: "edge"}, edge2: &bench.Proc{Name: "edge2"}, agent: &bench.Proc{Name: "agent"}, redis: &bench.Proc{Name: "redis"}}
+	h := &harness{upstreamPorts: [3]int{3001, 3002, 3003}, nginxPort: 4000, haproxyPort: 4100, caddyPort: 4200, plainPort: 4300, edgePort: 5000, edge2Port: 6000,
+		nginx: &bench.Proc{Name: "nginx"}, haproxy: &bench.Proc{Name: "haproxy"}, caddy: &bench.Proc{Name: "caddy"}, plain: &bench.Proc{Name: "plain"}, edge: &bench.Proc{Name: "edge"}, edge2: &bench.Proc{Name: "edge2"}, agent: &bench.Proc{Name: "agent"}, redis: &bench.Proc{Name: "redis"}}
 	tok := caseTokens{api: "api-jwt"}
 	cases := map[string]benchCase{}
 	for _, c := range buildCases(allCaseIDs(), tok) {
@@ -58,7 +61,10 @@ func TestTunnelURLsAndProcesses(t *testing.T) {
 		{cases[caseNginx], "http://127.0.0.1:4000" + discovery, []string{"nginx"}},
 		{cases[caseHAProxy], "http://127.0.0.1:4100" + discovery, []string{"haproxy"}},
 		{cases[caseCaddy], "http://127.0.0.1:4200" + discovery, []string{"caddy"}},
+		{cases[casePlain], "http://127.0.0.1:4300" + discovery, []string{"plain"}},
+		{cases[casePlainPost], "http://127.0.0.1:4300/api/v4/projects/1/issues", []string{"plain"}},
 		{cases[caseEdgeA], "http://127.0.0.1:5000" + discovery, []string{"edge"}},
+		{cases[caseEdgePost], "http://127.0.0.1:5000/api/v4/projects/1/issues", []string{"edge"}},
 		{cases[caseTunnel], "http://127.0.0.1:5000/-/api/v1/agents/a1/proxy/3001" + discovery, []string{"edge", "agent"}},
 		{cases[caseTunnelHop], "http://127.0.0.1:6000/-/api/v1/agents/a1/proxy/3001" + discovery, []string{"edge2", "edge", "agent", "redis"}},
 		{transferCase(caseDirect, bench.Download, 10, tok), "http://127.0.0.1:3001/bytes?n=10", nil},
