@@ -19,6 +19,9 @@ type ConnInfo struct {
 	// Edge is the holding instance's advertise_internal URL. The registry sets it: Register stamps
 	// its own URL, lookups the URL the entry is stored under.
 	Edge string `json:"edge"`
+	// Splice: the holder takes splice opens for this connection (its agent splices), so another
+	// edge may send it bytes instead of requests. Not part of the API for GitLab.
+	Splice bool `json:"splice,omitempty"`
 }
 
 // Registerer is the side of the registry the tunnel server uses.

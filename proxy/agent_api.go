@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,10 +27,15 @@ type GitLabAPIVerifier interface {
 // request can never loop; when the tunnel is gone it answers 421 for the entry edge to retry.
 func (a *AgentRouter) InternalHandler(v InternalVerifier) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := internalTarget(r, v)
+		splice := r.Header.Get(HeaderSplicePort) != ""
+		t, err := internalTarget(r, v, splice)
 		if err != nil {
 			a.metrics.internal.WithLabelValues("refused").Inc()
 			writeErr(w, err)
+			return
+		}
+		if splice {
+			a.serveSplice(w, r, t)
 			return
 		}
 		rt := a.localTransport(t)
@@ -53,7 +59,9 @@ func (a *AgentRouter) notHere(w http.ResponseWriter, t AgentTarget) {
 	WriteError(w, http.StatusMisdirectedRequest, "not_here", "agent "+t.AgentID+" is not connected to this edge")
 }
 
-func internalTarget(r *http.Request, v InternalVerifier) (AgentTarget, error) {
+// internalTarget reads and checks the routing headers and the internal JWT; a splice open names
+// its port in HeaderSplicePort.
+func internalTarget(r *http.Request, v InternalVerifier, splice bool) (AgentTarget, error) {
 	t := AgentTarget{AgentID: r.Header.Get(HeaderAgentID), ConnectionID: r.Header.Get(HeaderConnectionID), Path: r.URL.Path, RawPath: r.URL.RawPath}
 	if t.AgentID == "" {
 		return t, fmt.Errorf("%w: no %s header", ErrBadRequest, HeaderAgentID)
@@ -75,7 +83,11 @@ func internalTarget(r *http.Request, v InternalVerifier) (AgentTarget, error) {
 	case hop > 1:
 		return t, fmt.Errorf("%w: %d hops, at most 1", ErrHopLimit, hop)
 	}
-	if t.Port, err = parsePort(r.Header.Get(HeaderPort)); err != nil {
+	portHeader := HeaderPort
+	if splice {
+		portHeader = HeaderSplicePort
+	}
+	if t.Port, err = parsePort(r.Header.Get(portHeader)); err != nil {
 		return t, err
 	}
 	return t, nil
@@ -94,8 +106,13 @@ func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []discovery.
 		a.fail(w, nil, AgentTarget{}, fmt.Errorf("%w: %w", ErrRegistryDown, err))
 		return
 	}
+	// A copy: conns may be the registry's cached answer. Splice is between edges only.
+	conns = slices.Clone(conns)
 	if conns == nil {
 		conns = []discovery.ConnInfo{}
+	}
+	for i := range conns {
+		conns[i].Splice = false
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

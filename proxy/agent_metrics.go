@@ -26,7 +26,7 @@ func newAgentMetrics(reg prometheus.Registerer) (*agentMetrics, error) {
 		}),
 		internal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_internal_requests_total",
-			Help: "Requests on the internal listener by outcome.",
+			Help: "Requests on the internal listener by outcome (served, not_here, refused; splice opens: spliced, no_splice, splice_refused, error).",
 		}, []string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "edge_agent_request_duration_seconds",

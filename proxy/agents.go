@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,9 @@ type Tunnels interface {
 	Transport(agentID string) http.RoundTripper
 	// ConnTransport reaches one named local connection, nil when it is not here.
 	ConnTransport(agentID, connectionID string) http.RoundTripper
+	// Splice opens a raw stream to port on the agent (a splice stream, see tunnel.Server.Splice)
+	// over the named connection or any: for another edge's spliced connection.
+	Splice(ctx context.Context, agentID, connectionID string, port int) (net.Conn, error)
 }
 
 // AgentQuerier says which edges hold an agent.
@@ -92,6 +96,16 @@ type AgentRouter struct {
 	local   *httputil.ReverseProxy
 	remote  *httputil.ReverseProxy
 	metrics *agentMetrics
+	buffers *tunnel.BufferPool
+
+	// Edge to edge over spliced connections (splice.go).
+	spliced      *httputil.ReverseProxy
+	peerSplices  *InlineTransport
+	spliceMaxAge time.Duration // peerSpliceMaxAge
+	peerDialer   *net.Dialer
+	noSplice     *lru.Cache[string, time.Time] // holder+" "+agent: answered "no splice" until then
+	holderNames  sync.Map                      // holder URL: short name for pool keys
+	holderSeq    atomic.Uint64
 }
 
 func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
@@ -118,9 +132,15 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &AgentRouter{o: o, metrics: m, holders: cache}
+	noSplice, err := lru.New[string, time.Time](holderCacheSize)
+	if err != nil {
+		return nil, err
+	}
 	// Large copy buffers make large tunnel frames (see tunnel.CopyBufferSize).
 	buffers := &tunnel.BufferPool{}
+	a := &AgentRouter{o: o, metrics: m, holders: cache, buffers: buffers, noSplice: noSplice,
+		peerDialer: newPeerDialer(o.PeerPrefixes, 5*time.Second), spliceMaxAge: peerSpliceMaxAge}
+	a.peerSplices = a.newPeerSplices()
 	agentAttrs := func(r *http.Request) []attribute.KeyValue {
 		at := attemptOf(r)
 		return []attribute.KeyValue{attribute.String("edge.agent_id", at.target.AgentID), attribute.Int("edge.port", at.target.Port)}
@@ -138,6 +158,7 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 		ModifyResponse: notHereToError,
 		ErrorHandler:   a.errorHandler,
 	}
+	a.spliced = a.newSplicedProxy(o.Tracer.Transport(roundTripFunc(a.spliceRoundTrip), "edge peer", agentAttrs), buffers)
 	return a, nil
 }
 
@@ -203,8 +224,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			if a.o.Minter == nil {
 				break
 			}
-			at := &attempt{target: t, holder: c.Edge, body: body}
-			a.serve(w, r, at, a.remote)
+			at := a.serveHolder(w, r, t, c, body)
 			if !errors.Is(at.err, errNotHere) {
 				a.observeWait(waited, "connected")
 				return "remote"
@@ -309,21 +329,45 @@ func (a *AgentRouter) localTransport(t AgentTarget) http.RoundTripper {
 	return a.o.Tunnels.Transport(t.AgentID)
 }
 
-// holders are the other edges that hold the target, one entry per edge.
+// holders are the other edges that hold the target, one entry per edge, with Splice set when
+// any of the target's connections there splices.
 func holders(conns []discovery.ConnInfo, t AgentTarget, self string) []discovery.ConnInfo {
 	var out []discovery.ConnInfo
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, c := range conns {
-		if c.Edge == self || c.Edge == "" || seen[c.Edge] {
+		if c.Edge == self || c.Edge == "" {
 			continue
 		}
 		if t.ConnectionID != "" && c.ConnectionID != t.ConnectionID {
 			continue
 		}
-		seen[c.Edge] = true
+		if i, ok := seen[c.Edge]; ok {
+			out[i].Splice = out[i].Splice || c.Splice
+			continue
+		}
+		seen[c.Edge] = len(out)
 		out = append(out, c)
 	}
 	return out
+}
+
+// serveHolder sends r to a holder: over a spliced connection when it can (the registry says the
+// holder splices for the agent), else, or when the holder then says it does not, as a request the
+// holder serves.
+func (a *AgentRouter) serveHolder(w http.ResponseWriter, r *http.Request, t AgentTarget, c discovery.ConnInfo, body *onceBody) *attempt {
+	holder := c.Edge
+	at := &attempt{target: t, holder: holder, body: body}
+	if c.Splice && a.spliceable(r, at) {
+		a.serve(w, r, at, a.spliced)
+		if !errors.Is(at.err, errNoSplice) {
+			return at
+		}
+		a.o.Log.Debug("holder does not splice for this agent; sending requests", "agent_id", t.AgentID, "edge", holder, "error", at.err)
+		a.noSplice.Add(holder+" "+t.AgentID, time.Now().Add(noSpliceFor))
+		at = &attempt{target: t, holder: holder, body: body}
+	}
+	a.serve(w, r, at, a.remote)
+	return at
 }
 
 func (a *AgentRouter) serve(w http.ResponseWriter, r *http.Request, at *attempt, rp *httputil.ReverseProxy) {
@@ -401,7 +445,7 @@ func (a *AgentRouter) errorHandler(w http.ResponseWriter, r *http.Request, err e
 		err = fmt.Errorf("%w: %w", errNotHere, err)
 	}
 	at.err = err
-	if errors.Is(err, errNotHere) {
+	if errors.Is(err, errNotHere) || errors.Is(err, errNoSplice) {
 		return
 	}
 	if r.Context().Err() != nil {

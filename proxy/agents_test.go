@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
+	"gitlab.com/edge/edge/tunnel"
 )
 
 // fakeTunnels stands for this edge's tunnel table: agents it holds answer from an upstream
@@ -25,6 +27,8 @@ type fakeTunnels struct {
 	mu       sync.Mutex
 	held     map[string]bool
 	upstream *httptest.Server
+	noSplice bool // the agent does not splice
+	spliced  int  // Splice calls
 }
 
 func (f *fakeTunnels) hold(agentID string) {
@@ -46,6 +50,27 @@ func (f *fakeTunnels) Transport(agentID string) http.RoundTripper {
 }
 
 func (f *fakeTunnels) ConnTransport(agentID, _ string) http.RoundTripper { return f.Transport(agentID) }
+
+// Splice stands for a splicing agent: a raw connection to the upstream server, whatever the
+// port; port 1 is refused as an agent refuses a port it does not serve. With noSplice set the
+// agent serves each request itself.
+func (f *fakeTunnels) Splice(ctx context.Context, agentID, _ string, port int) (net.Conn, error) {
+	f.mu.Lock()
+	held, noSplice := f.held[agentID], f.noSplice
+	f.spliced++
+	f.mu.Unlock()
+	switch {
+	case !held:
+		return nil, tunnel.ErrAgentNotConnected
+	case noSplice:
+		return nil, tunnel.ErrNoSplice
+	case port == 1:
+		return nil, &tunnel.RefusedError{StatusCode: http.StatusForbidden, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: []byte(`{"error":"port_not_allowed","message":"port 1 is not allowed by the agent"}`)}
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", strings.TrimPrefix(f.upstream.URL, "http://"))
+}
 
 type echoed struct {
 	Path   string      `json:"path"`

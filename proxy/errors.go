@@ -31,6 +31,8 @@ var (
 	ErrDraining          = errors.New("edge is shutting down")
 	ErrDialRefused       = errors.New("no stream to the agent's upstream")
 	errNotHere           = errors.New("holder answered not here")
+	errNoSplice          = errors.New("holder does not splice for this agent")
+	errSpliceExpired     = errors.New("spliced connection to the holder is past its age")
 )
 
 // statusClientClosed is nginx's 499: the client went away before the answer.

@@ -34,7 +34,7 @@ const (
 	upgradeNone      upgradeRule = iota
 	upgradeWebSocket             // WebSocket only (RFC 6455)
 	upgradeTunnel                // the agent tunnel's own protocol
-	upgradeInternal              // WebSocket, or a raw TCP stream to an agent's upstream (SSH)
+	upgradeInternal              // WebSocket, a raw TCP stream to an agent's upstream (SSH), or a splice
 )
 
 // trusted tells whether the request comes from a peer whose forwarding headers are kept.
@@ -164,7 +164,7 @@ func upgrade(h http.Header, rule upgradeRule) {
 		want = tunnel.UpgradeToken
 	case upgradeInternal:
 		want = "websocket"
-		if len(v) == 1 && equalFold(strings.TrimSpace(v[0]), tunnel.TCPUpgradeToken) {
+		if len(v) == 1 && (equalFold(strings.TrimSpace(v[0]), tunnel.TCPUpgradeToken) || equalFold(strings.TrimSpace(v[0]), tunnel.SpliceUpgradeToken)) {
 			return
 		}
 	}

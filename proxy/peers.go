@@ -42,7 +42,16 @@ func peerAllowed(peers []netip.Prefix, addr string) bool {
 // the check runs on the address actually dialled, after name resolution, so neither a poisoned
 // registry entry nor a DNS answer can send an internal JWT or a request anywhere else.
 func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration, tlsConfig *tls.Config) *http.Transport {
-	dialer := &net.Dialer{
+	t := newTransport(newPeerDialer(peers, dialTimeout), dialTimeout, 0)
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig.Clone()
+	}
+	return t
+}
+
+// newPeerDialer dials only addresses inside peers, checked on the address actually dialled.
+func newPeerDialer(peers []netip.Prefix, dialTimeout time.Duration) *net.Dialer {
+	return &net.Dialer{
 		Timeout:   dialTimeout,
 		KeepAlive: 30 * time.Second,
 		Control: func(network, address string, _ syscall.RawConn) error {
@@ -52,9 +61,4 @@ func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration, tlsConfig
 			return nil
 		},
 	}
-	t := newTransport(dialer, dialTimeout, 0)
-	if tlsConfig != nil {
-		t.TLSClientConfig = tlsConfig.Clone()
-	}
-	return t
 }

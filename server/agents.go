@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,7 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 		// pending ones count toward the cap, so silent upgrades cannot pile up.
 		MaxConnectionsPerAgent: cfg.Agents.MaxConnections,
 		WriteError:             proxy.WriteError,
+		RemoveEdgeHeaders:      proxy.StripEdgeHeaders,
 		WrapTransport:          InlineTransport,
 		Logger:                 log,
 		Metrics:                reg,
@@ -216,6 +218,10 @@ func (l localTunnels) ConnTransport(agentID, connectionID string) http.RoundTrip
 		return nil
 	}
 	return c.Transport()
+}
+
+func (l localTunnels) Splice(ctx context.Context, agentID, connectionID string, port int) (net.Conn, error) {
+	return l.s.Splice(ctx, agentID, connectionID, port)
 }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {

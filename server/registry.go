@@ -54,6 +54,7 @@ func connInfo(c *tunnel.Conn) discovery.ConnInfo {
 		AgentID: i.AgentID, ProjectID: i.ProjectID, ConnectionID: i.ConnectionID,
 		Version: i.Version, Commit: i.Commit, PodNamespace: i.PodNamespace, PodName: i.PodName,
 		ConnectedAt: i.ConnectedAt.UTC(),
+		Splice:      i.Has(tunnel.FeatureSplice),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,8 +56,12 @@ type AgentOptions struct {
 	// WrapTransport, when set, takes the transport to the upstreams and returns what carries
 	// requests to them instead (edge passes its inline transport); nil uses it as it is.
 	WrapTransport func(*http.Transport) RoundTripCloser
-	Logger        *slog.Logger
-	Metrics       prometheus.Registerer // nil: metrics are not registered
+	// PerRequest keeps every request on the per-request path: the agent does not offer splice
+	// streams (FeatureSplice), so it parses and proxies each request itself, through
+	// WrapTransport. An agent with its own tracing needs that: its spans are made per request.
+	PerRequest bool
+	Logger     *slog.Logger
+	Metrics    prometheus.Registerer // nil: metrics are not registered
 }
 
 // AgentStatus is a snapshot of the agent's connections.
@@ -113,6 +118,9 @@ func NewAgent(opts AgentOptions) (*Agent, error) {
 	}
 	if opts.WriteError == nil || opts.RemoveEdgeHeaders == nil {
 		return nil, errors.New("tunnel: AgentOptions.WriteError and RemoveEdgeHeaders are required")
+	}
+	if !opts.PerRequest && !opts.Info.Has(FeatureSplice) {
+		opts.Info.Features = append(slices.Clone(opts.Info.Features), FeatureSplice)
 	}
 	if _, err := opts.Info.header(); err != nil {
 		return nil, err

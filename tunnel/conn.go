@@ -30,12 +30,15 @@ type Conn struct {
 	server    *Server
 	session   *yamux.Session
 	transport RoundTripCloser
-	done      chan struct{} // closed once the session is closed and c forgotten
+	splice    RoundTripCloser // requests over splice streams; nil when the agent does not splice
+	done      chan struct{}   // closed once the session is closed and c forgotten
 
 	// guarded by server.mu
 	entry    *agentEntry
 	draining bool
 	inflight int
+	held     map[*heldStream]struct{} // splice streams given out by Server.Splice
+	sweeping bool                     // sweepHeld runs
 
 	ctrl      *control // the agent's control stream, set by the handshake
 	ctrlMu    sync.Mutex
@@ -82,11 +85,22 @@ func (s *Server) newConn(id Identity, info AgentInfo, remote string) *Conn {
 		ReadBufferSize:        32 << 10,
 		WriteBufferSize:       32 << 10,
 	}
-	c.transport = streams
-	if s.opts.WrapTransport != nil {
-		c.transport = s.opts.WrapTransport(streams)
+	c.transport = wrap(s.opts.WrapTransport, streams)
+	if info.Has(FeatureSplice) {
+		// The same limits; each idle splice stream is an idle connection to the upstream, kept
+		// per port as http.Transport keeps connections per host.
+		splices := streams.Clone()
+		splices.DialContext = c.spliceDial
+		c.splice = wrap(s.opts.WrapTransport, splices)
 	}
 	return c
+}
+
+func wrap(w func(*http.Transport) RoundTripCloser, t *http.Transport) RoundTripCloser {
+	if w == nil {
+		return t
+	}
+	return w(t)
 }
 
 func (c *Conn) openStream(context.Context, string, string) (net.Conn, error) {
@@ -156,7 +170,7 @@ func (c *Conn) receiveControl() {
 func (c *Conn) wait() {
 	defer c.server.wg.Done()
 	<-c.session.CloseChan()
-	c.transport.CloseIdleConnections()
+	c.closeIdle()
 	c.server.forget(c)
 	close(c.done)
 }
@@ -172,17 +186,28 @@ func (c *Conn) sendDrain() {
 	}
 }
 
-// retire stops new requests on c and closes it once those in flight are done.
+// retire stops new requests on c and closes it once those in flight are done. Its idle splice
+// streams are closed at once (no request will take them); held ones as they go quiet.
 func (c *Conn) retire() {
 	s := c.server
 	s.mu.Lock()
 	was := s.deactivate(c)
 	idle := c.inflight == 0
+	c.startSweepLocked()
 	s.mu.Unlock()
 	if was {
 		s.disconnected(c)
 	}
 	if idle {
 		c.session.Close()
+	}
+	c.closeIdle()
+}
+
+// closeIdle closes the idle streams of both transports.
+func (c *Conn) closeIdle() {
+	c.transport.CloseIdleConnections()
+	if c.splice != nil {
+		c.splice.CloseIdleConnections()
 	}
 }

@@ -1,8 +1,10 @@
 package tunnel
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -19,7 +21,39 @@ var (
 	ErrServerClosed = errors.New("tunnel: server closed")
 	// ErrUnauthorized matches a StatusError for 401 or 403: the edge refused the agent's token.
 	ErrUnauthorized = errors.New("tunnel: edge refused the agent token")
+	// ErrNoSplice: none of the agent's connections (or not the one named) takes splice streams
+	// (an older agent, or one that keeps per-request serving for its traces).
+	ErrNoSplice = errors.New("tunnel: the agent does not splice")
 )
+
+// RefusedError is the agent's answer to a splice stream it did not open: a port it does not
+// serve (403), an upstream it cannot reach (502). It is the answer the agent gives a request for
+// the same port on the per-request path, so the caller hands it on as that request's answer.
+type RefusedError struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte // at most maxErrorBody bytes
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("tunnel: the agent refused the splice stream: %d %s", e.StatusCode, bytes.TrimSpace(e.Body))
+}
+
+// Response is the refusal as the answer to req.
+func (e *RefusedError) Response(req *http.Request) *http.Response {
+	h := e.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Del("Content-Length")
+	h.Del("Transfer-Encoding")
+	h.Del("Connection")
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", e.StatusCode, http.StatusText(e.StatusCode)), StatusCode: e.StatusCode,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
+		Body: io.NopCloser(bytes.NewReader(e.Body)), ContentLength: int64(len(e.Body)), Request: req,
+	}
+}
 
 // StatusError is the agent's error when the edge answered the connect request with something
 // other than 101 Switching Protocols.

@@ -7,11 +7,12 @@ import (
 )
 
 type serverMetrics struct {
-	connections prometheus.Gauge       // connections taking requests
-	handshakes  prometheus.Gauge       // upgraded, handshake not done
-	connects    *prometheus.CounterVec // result
-	streams     prometheus.Gauge       // requests in flight
-	requests    *prometheus.CounterVec // result
+	connections   prometheus.Gauge       // connections taking requests
+	handshakes    prometheus.Gauge       // upgraded, handshake not done
+	connects      *prometheus.CounterVec // result
+	streams       prometheus.Gauge       // requests in flight
+	requests      *prometheus.CounterVec // result
+	spliceStreams *prometheus.CounterVec // result
 }
 
 func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
@@ -31,8 +32,11 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_tunnel_requests_total", Help: "Requests sent into agent tunnels by result (ok, too_many_streams, not_connected, error).",
 		}, []string{"result"}),
+		spliceStreams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_tunnel_splice_streams_total", Help: "Splice streams opened to agents by result (ok, refused, error); each carries many requests, one after another.",
+		}, []string{"result"}),
 	}
-	return m, register(reg, m.connections, m.handshakes, m.connects, m.streams, m.requests)
+	return m, register(reg, m.connections, m.handshakes, m.connects, m.streams, m.requests, m.spliceStreams)
 }
 
 type agentMetrics struct {
@@ -51,10 +55,10 @@ func newAgentMetrics(reg prometheus.Registerer) (*agentMetrics, error) {
 			Name: "edge_agent_connects_total", Help: "Connect attempts to the edge by result (ok, unauthorized, error).",
 		}, []string{"result"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "edge_agent_streams", Help: "Requests from the tunnel in flight to upstreams.",
+			Name: "edge_agent_streams", Help: "Requests from the tunnel in flight to upstreams (a splice or tcp stream counts while it is open).",
 		}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "edge_agent_requests_total", Help: "Requests from the tunnel by result (ok, bad_request, forbidden, upstream_error).",
+			Name: "edge_agent_requests_total", Help: "Requests from the tunnel by result (ok, bad_request, forbidden, upstream_error; tcp and splice: a stream switched to raw bytes to the upstream, which carries the edge's requests unparsed).",
 		}, []string{"result"}),
 	}
 	return m, register(reg, m.connections, m.connects, m.streams, m.requests)

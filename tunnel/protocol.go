@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,6 +17,12 @@ const (
 	// TCPUpgradeToken asks the agent, on a request through the tunnel, for a raw TCP stream to
 	// the upstream port instead of an HTTP exchange (SSH to a workspace's sshd).
 	TCPUpgradeToken = "edge-tcp"
+	// SpliceUpgradeToken asks the agent for a raw TCP stream to the upstream port that the edge
+	// then uses as a keep-alive connection to that upstream: the edge's requests pass through the
+	// agent as bytes, parsed by nobody on the way (see Conn and Server.Splice).
+	SpliceUpgradeToken = "edge-splice"
+	// FeatureSplice, in AgentInfo.Features, says the agent takes SpliceUpgradeToken streams.
+	FeatureSplice = "splice"
 	// InfoHeader carries the agent's AgentInfo as JSON on the connect request.
 	InfoHeader = "Edge-Agent-Info"
 	// ConnectionIDHeader carries the edge's id for the connection on the 101 answer.
@@ -47,20 +54,36 @@ const (
 	DefaultMaxConnectionsPerAgent = 10
 
 	maxInfoField   = 253
+	maxFeatures    = 8
+	maxFeature     = 32
 	maxInfoHeader  = 4096 // above the longest valid info encoded
 	maxErrorBody   = 4096
 	maxControlLine = 4096
 )
 
-// AgentInfo is what an agent says about itself when it connects, as GitLab kas's AgentMeta.
+// AgentInfo is what an agent says about itself when it connects, as GitLab kas's AgentMeta, and
+// which of the protocol's optional parts it takes (Features; an edge uses none an agent does not
+// name, so older agents keep working).
 type AgentInfo struct {
-	Version      string `json:"version,omitempty"`
-	Commit       string `json:"commit,omitempty"`
-	PodNamespace string `json:"pod_namespace,omitempty"`
-	PodName      string `json:"pod_name,omitempty"`
+	Version      string   `json:"version,omitempty"`
+	Commit       string   `json:"commit,omitempty"`
+	PodNamespace string   `json:"pod_namespace,omitempty"`
+	PodName      string   `json:"pod_name,omitempty"`
+	Features     []string `json:"features,omitempty"`
 }
 
+// Has tells whether the agent named feature (FeatureSplice).
+func (i AgentInfo) Has(feature string) bool { return slices.Contains(i.Features, feature) }
+
 func (i AgentInfo) validate() error {
+	if len(i.Features) > maxFeatures {
+		return fmt.Errorf("more than %d features", maxFeatures)
+	}
+	for _, f := range i.Features {
+		if f == "" || len(f) > maxFeature || strings.TrimLeft(f, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			return fmt.Errorf("feature %q: want 1 to %d of [a-z0-9_-]", f, maxFeature)
+		}
+	}
 	for name, v := range map[string]string{"version": i.Version, "commit": i.Commit, "pod_namespace": i.PodNamespace, "pod_name": i.PodName} {
 		if len(v) > maxInfoField {
 			return fmt.Errorf("%s longer than %d bytes", name, maxInfoField)
@@ -100,6 +123,9 @@ func parseInfoHeader(h string) (AgentInfo, error) {
 	}
 	if err := info.validate(); err != nil {
 		return info, fmt.Errorf("%s: %w", InfoHeader, err)
+	}
+	if len(info.Features) == 0 {
+		info.Features = nil
 	}
 	return info, nil
 }

@@ -56,6 +56,10 @@ type ServerOptions struct {
 	KeepAlive time.Duration
 	// WriteError answers a refused connect: the edge's one error writer. Required.
 	WriteError ErrorWriter
+	// RemoveEdgeHeaders takes the edge's own headers off a request sent over a splice stream,
+	// where no agent removes them any more: the edge's header rule (nil: every header whose
+	// name starts with "edge-" in any case, '_' read as '-').
+	RemoveEdgeHeaders func(http.Header)
 	// WrapTransport, when set, takes each connection's stream transport and returns what carries
 	// requests to the agent instead (edge passes its inline transport); nil uses it as it is.
 	WrapTransport func(*http.Transport) RoundTripCloser
@@ -104,6 +108,9 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	}
 	if opts.MaxStreamsPerAgent == 0 {
 		opts.MaxStreamsPerAgent = DefaultMaxStreamsPerAgent
+	}
+	if opts.RemoveEdgeHeaders == nil {
+		opts.RemoveEdgeHeaders = removeEdgeHeaders
 	}
 	if opts.MaxIdleStreams <= 0 {
 		opts.MaxIdleStreams = DefaultMaxIdleStreams
@@ -281,6 +288,14 @@ func (s *Server) refuse(w http.ResponseWriter, status int, result, msg string) {
 // ErrorWriter writes an error answer: status, a cause label and a message. The edge passes its
 // one error writer, so refusals from here look like every other refusal of the edge.
 type ErrorWriter func(w http.ResponseWriter, status int, cause, message string)
+
+func removeEdgeHeaders(h http.Header) {
+	for k := range h {
+		if len(k) >= 5 && strings.EqualFold(strings.ReplaceAll(k[:5], "_", "-"), "edge-") {
+			delete(h, k)
+		}
+	}
+}
 
 func bearer(h string) (string, bool) {
 	scheme, token, ok := strings.Cut(h, " ")

@@ -40,7 +40,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			rt.s.metrics.requests.WithLabelValues(resultOf(err)).Inc()
 			return nil, err
 		}
-		resp, err := c.transport.RoundTrip(req)
+		resp, err := c.roundTrip(req)
 		if err != nil {
 			c.release()
 			// Nothing was sent: another connection can take a request that has no body to replay.
@@ -56,6 +56,27 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = releasingBody(resp.Body, done)
 		return resp, nil
 	}
+}
+
+// roundTrip sends req on one of c's splice streams when the agent splices, else as a request
+// the agent serves.
+func (c *Conn) roundTrip(req *http.Request) (*http.Response, error) {
+	if c.splice == nil {
+		return c.transport.RoundTrip(req)
+	}
+	out, ok := c.server.spliced(req)
+	if !ok {
+		return c.transport.RoundTrip(req)
+	}
+	resp, err := c.splice.RoundTrip(out)
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return refused.Response(req), nil
+	}
+	if resp != nil {
+		resp.Request = req
+	}
+	return resp, err
 }
 
 func resultOf(err error) string {

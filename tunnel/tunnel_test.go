@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +35,9 @@ func TestConnInfo(t *testing.T) {
 		o.OnConnect = func(c *Conn) { connected <- c.Info() }
 	}})
 	info := recv(t, connected, "OnConnect")
-	want := ConnInfo{AgentID: testAgent, ProjectID: "project-7", AgentInfo: AgentInfo{Version: "v1.2.3", Commit: "abc123", PodNamespace: "ns", PodName: "agent-pod"}}
-	if info.AgentID != want.AgentID || info.ProjectID != want.ProjectID || info.AgentInfo != want.AgentInfo {
+	want := ConnInfo{AgentID: testAgent, ProjectID: "project-7", AgentInfo: AgentInfo{Version: "v1.2.3", Commit: "abc123", PodNamespace: "ns", PodName: "agent-pod",
+		Features: []string{FeatureSplice}}}
+	if info.AgentID != want.AgentID || info.ProjectID != want.ProjectID || !reflect.DeepEqual(info.AgentInfo, want.AgentInfo) {
 		t.Errorf("info: got %+v, want %+v", info, want)
 	}
 	if info.ConnectionID == "" || info.ConnectedAt.IsZero() {

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +47,9 @@ func TestInfoHeader(t *testing.T) {
 		{"control char", `{"version":"v1\n"}`, false},
 		{"too long field", `{"pod_name":"` + strings.Repeat("a", 300) + `"}`, false},
 		{"too long header", `{"pod_name":"` + strings.Repeat("a", 5000) + `"}`, false},
+		{"features", `{"version":"v1","features":["splice","other-1"]}`, true},
+		{"bad feature", `{"features":["splice now"]}`, false},
+		{"too many features", `{"features":["a","b","c","d","e","f","g","h","i"]}`, false},
 		{"longest valid", `{"version":"` + strings.Repeat(`\"`, 253) + `","commit":"` + strings.Repeat(`\\`, 253) + `","pod_namespace":"` + strings.Repeat(`\"`, 253) + `","pod_name":"` + strings.Repeat(`<`, 253) + `"}`, true},
 	}
 	for _, tt := range tests {
@@ -132,6 +136,9 @@ func FuzzInfoHeader(f *testing.F) {
 	f.Add(`{}`)
 	f.Add(`{"version":"\u0000"}`)
 	f.Add(`[1,2]`)
+	f.Add(`{"version":"v2","features":["splice"]}`)
+	f.Add(`{"features":[]}`)
+	f.Add(`{"features":["Splice","a b"]}`)
 	f.Add(`{"version":"` + strings.Repeat(`\"`, 253) + `","pod_name":"` + strings.Repeat(`<`, 253) + `"}`)
 	f.Fuzz(func(t *testing.T, h string) {
 		info, err := parseInfoHeader(h)
@@ -142,7 +149,7 @@ func FuzzInfoHeader(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q but cannot send it back: %v", h, err)
 		}
-		if back, err := parseInfoHeader(again); err != nil || back != info {
+		if back, err := parseInfoHeader(again); err != nil || !reflect.DeepEqual(back, info) {
 			t.Errorf("round trip of %q: got %+v %v, want %+v", h, back, err, info)
 		}
 	})

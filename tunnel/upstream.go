@@ -3,7 +3,6 @@ package tunnel
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,6 +26,8 @@ type upstreamKey struct{}
 // request names against the allow-list and proxies it there, without the edge's headers.
 type upstreamHandler struct {
 	upstreams  map[int]string
+	splice     bool // splice streams are offered
+	buffers    *BufferPool
 	proxy      *httputil.ReverseProxy
 	log        *slog.Logger
 	metrics    *agentMetrics
@@ -35,7 +36,8 @@ type upstreamHandler struct {
 }
 
 func newUpstreamHandler(o AgentOptions, m *agentMetrics) *upstreamHandler {
-	h := &upstreamHandler{upstreams: o.Upstreams, log: o.Logger, metrics: m, writeError: o.WriteError, removeEdge: o.RemoveEdgeHeaders}
+	h := &upstreamHandler{upstreams: o.Upstreams, splice: !o.PerRequest, buffers: &BufferPool{}, log: o.Logger, metrics: m,
+		writeError: o.WriteError, removeEdge: o.RemoveEdgeHeaders}
 	base := &http.Transport{
 		Proxy:                 nil, // upstreams are local: never through an environment proxy
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -51,9 +53,13 @@ func newUpstreamHandler(o AgentOptions, m *agentMetrics) *upstreamHandler {
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite:      h.rewrite,
 		Transport:    transport,
-		BufferPool:   &BufferPool{},
+		BufferPool:   h.buffers,
 		ErrorHandler: h.upstreamError,
-		ErrorLog:     slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
+		ModifyResponse: func(*http.Response) error {
+			h.metrics.requests.WithLabelValues("ok").Inc() // the upstream answered
+			return nil
+		},
+		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}
 	return h
 }
@@ -73,16 +79,28 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, http.StatusForbidden, "port_not_allowed", fmt.Sprintf("port %d is not allowed by the agent", port))
 		return
 	}
-	if headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", TCPUpgradeToken) {
-		h.serveTCP(w, r, addr)
-		return
+	if headerHasToken(r.Header, "Connection", "upgrade") {
+		switch {
+		case headerHasToken(r.Header, "Upgrade", TCPUpgradeToken):
+			h.serveRaw(w, r, addr, TCPUpgradeToken, "tcp")
+			return
+		case headerHasToken(r.Header, "Upgrade", SpliceUpgradeToken):
+			if !h.splice {
+				h.metrics.requests.WithLabelValues("bad_request").Inc()
+				h.writeError(w, http.StatusBadRequest, "bad_request", "this agent serves each request itself: it offers no splice stream")
+				return
+			}
+			h.serveRaw(w, r, addr, SpliceUpgradeToken, "splice")
+			return
+		}
 	}
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
 }
 
-// serveTCP switches the stream to a raw TCP connection to addr: the answer is 101, then the bytes
-// of both ways, until either side closes.
-func (h *upstreamHandler) serveTCP(w http.ResponseWriter, r *http.Request, addr string) {
+// serveRaw switches the stream to a raw TCP connection to addr (edge-tcp: SSH; edge-splice: the
+// edge's keep-alive connection to the upstream): the answer is 101, then the bytes of both ways,
+// until either side closes. A refusal is what the per-request path answers.
+func (h *upstreamHandler) serveRaw(w http.ResponseWriter, r *http.Request, addr, token, label string) {
 	up, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(r.Context(), "tcp", addr)
 	if err != nil {
 		h.metrics.requests.WithLabelValues("upstream_error").Inc()
@@ -90,36 +108,24 @@ func (h *upstreamHandler) serveTCP(w http.ResponseWriter, r *http.Request, addr 
 		h.writeError(w, http.StatusBadGateway, "upstream_unreachable", "agent could not reach its upstream")
 		return
 	}
-	defer up.Close()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		up.Close()
 		h.writeError(w, http.StatusInternalServerError, "error", "the stream cannot be taken over")
 		return
 	}
-	defer conn.Close()
-	h.metrics.requests.WithLabelValues("tcp").Inc()
-	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + TCPUpgradeToken + "\r\n\r\n")
+	h.metrics.requests.WithLabelValues(label).Inc()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + token + "\r\n\r\n")
 	if err := brw.Flush(); err != nil {
+		conn.Close()
+		up.Close()
 		return
 	}
-	done := make(chan struct{}, 2)
-	go func() {
-		if n := brw.Reader.Buffered(); n > 0 {
-			b, _ := brw.Reader.Peek(n)
-			up.Write(b)
-			brw.Reader.Discard(n)
-		}
-		io.Copy(up, conn)
-		if tc, ok := up.(*net.TCPConn); ok {
-			tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}()
-	go func() {
-		io.Copy(conn, up)
-		done <- struct{}{}
-	}()
-	<-done
+	var buffered []byte
+	if n := brw.Reader.Buffered(); n > 0 {
+		buffered, _ = brw.Reader.Peek(n)
+	}
+	Relay(conn, up, buffered, h.buffers)
 }
 
 func (h *upstreamHandler) upstreamError(w http.ResponseWriter, r *http.Request, err error) {

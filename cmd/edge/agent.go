@@ -151,8 +151,12 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 		Connections:      a.Connections,
 		MaxConnectionAge: a.MaxAge.Duration,
 		WrapTransport:    wrap,
-		Logger:           log,
-		Metrics:          reg,
+		// With a tracing block the agent makes a span of each call to an upstream: it keeps
+		// parsing requests. Without one it offers splice streams, and edge's requests pass it
+		// as bytes.
+		PerRequest: tracer != nil,
+		Logger:     log,
+		Metrics:    reg,
 	})
 	if err != nil {
 		return usageError{Err: err}
