@@ -27,6 +27,10 @@ type recorder struct {
 	rule   string
 	cause  string
 	token  TokenKind // the kind of token a runner request was routed by, for its span
+	// parking takes held long polls off the server (public listener); parked is this
+	// request's, once parked.
+	parking *Parking
+	parked  *parked
 }
 
 func (w *recorder) WriteHeader(code int) {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -137,6 +138,9 @@ func (p *Proxy) reverseProxy(t *target, addr *url.URL, label string, transport h
 		BufferPool: buffers,
 		ErrorLog:   nil,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, errParked) {
+				return // sent; the answer is read when the cell gives it
+			}
 			if r.Context().Err() != nil {
 				err = r.Context().Err()
 			}

@@ -24,6 +24,7 @@ type Front struct {
 	metrics  *Metrics
 	refusals refusals
 	tracer   *tracing.Tracer // nil: no spans
+	parking  *Parking        // nil: long polls are held by their handlers
 }
 
 // NewFront makes a front; Swap gives it its first route table.
@@ -36,6 +37,10 @@ func NewFront(log *slog.Logger, metrics *Metrics) *Front {
 
 // UseTracer makes a server span of every request (nil: none).
 func (f *Front) UseTracer(t *tracing.Tracer) { f.tracer = t }
+
+// UseParking parks held long polls of the public listener (see Parking); that listener must be
+// served through p.Listener.
+func (f *Front) UseParking(p *Parking) { f.parking = p }
 
 // UseAccessLog writes access lines to l (a buffered output, say) instead of the front's log.
 func (f *Front) UseAccessLog(l *AccessLog) { f.access = l }
@@ -58,7 +63,7 @@ func (f *Front) Routes() *Routes { return f.routes.Load() }
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rt := f.routes.Load()
-	rec := &recorder{ResponseWriter: w}
+	rec := &recorder{ResponseWriter: w, parking: f.parking}
 	trusted := rt.Headers.trusted(r.RemoteAddr)
 	err := rt.Headers.clean(r, trusted)
 	rec.setRequestID(r, trusted)
@@ -77,6 +82,17 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		upgrade(r.Header, m.kind.upgradeRule())
 		m.kind.spec().serve(rt, rec, r)
 	}
+	if p := rec.parked; p != nil {
+		p.then(func() { f.served(rt, rec, r, span, start) })
+		p.start()
+		return
+	}
+	f.served(rt, rec, r, span, start)
+}
+
+// served is the end of every request of the public listener: its refusal remembered, its span
+// ended, its access line written.
+func (f *Front) served(rt *Routes, rec *recorder, r *http.Request, span trace.Span, start time.Time) {
 	if rec.cause != "" && rec.cause != causeClientClosed {
 		f.refusals.add(rec, r)
 	}

@@ -87,10 +87,17 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
+	slot := parkSlotOf(ctx)
+	if slot != nil && slot.conn != nil {
+		return t.resume(req, slot)
+	}
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.conn(ctx, req.URL.Host)
 		if err != nil {
 			return nil, err
+		}
+		if _, socket := c.Conn.(syscall.Conn); socket && slot != nil && slot.wanted && t.holdUnbuffered {
+			return nil, t.park(req, c, slot)
 		}
 		// A canceled request (the client went away) unblocks whatever the connection is doing.
 		stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
@@ -109,14 +116,50 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, err
 		}
-		reusable := !resp.Close && !req.Close
-		if resp.Body == http.NoBody {
-			c.release(stop, reusable)
-			return resp, nil
-		}
-		resp.Body = &inlineBody{rc: resp.Body, c: c, stop: stop, reusable: reusable}
-		return resp, nil
+		return c.body(resp, stop, !resp.Close && !req.Close), nil
 	}
+}
+
+// body hands the connection back once the answer has been read (at once for an empty one).
+func (c *inlineConn) body(resp *http.Response, stop func() bool, reusable bool) *http.Response {
+	if resp.Body == http.NoBody {
+		c.release(stop, reusable)
+		return resp
+	}
+	resp.Body = &inlineBody{rc: resp.Body, c: c, stop: stop, reusable: reusable}
+	return resp
+}
+
+// park sends the request and leaves its connection in the slot, waiting for the answer within
+// the response-header timeout, for a parked long poll's second pass to read.
+func (t *InlineTransport) park(req *http.Request, c *inlineConn, slot *parkSlot) error {
+	if err := c.send(req); err != nil {
+		c.Close()
+		return err
+	}
+	if t.responseHeaderTimeout > 0 {
+		c.SetReadDeadline(time.Now().Add(t.responseHeaderTimeout))
+	}
+	slot.conn = c
+	return errParked
+}
+
+// resume reads the answer of a parked request from the connection it went out on.
+func (t *InlineTransport) resume(req *http.Request, slot *parkSlot) (*http.Response, error) {
+	c := slot.conn
+	slot.conn = nil
+	ctx := req.Context()
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	resp, err := c.answer(req, t.responseHeaderTimeout)
+	if err != nil {
+		stop()
+		c.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("%w: %w", ctxErr, err)
+		}
+		return nil, err
+	}
+	return c.body(resp, stop, !resp.Close && !req.Close), nil
 }
 
 func replayable(req *http.Request) bool {
@@ -157,7 +200,16 @@ func (c *inlineConn) roundTrip(req *http.Request, headerTimeout time.Duration) (
 	}
 	if headerTimeout > 0 {
 		c.SetReadDeadline(time.Now().Add(headerTimeout))
+		// A cancellation whose deadline landed before this one would be undone by it.
+		if err := req.Context().Err(); err != nil {
+			return nil, err
+		}
 	}
+	return c.answer(req, headerTimeout)
+}
+
+// answer reads the answer to the request sent last, within a read deadline already set.
+func (c *inlineConn) answer(req *http.Request, headerTimeout time.Duration) (*http.Response, error) {
 	if err := c.awaitAnswer(); err != nil {
 		return nil, err
 	}
@@ -178,6 +230,10 @@ func (c *inlineConn) roundTrip(req *http.Request, headerTimeout time.Duration) (
 			}
 			if headerTimeout > 0 {
 				c.SetReadDeadline(time.Time{})
+				if err := req.Context().Err(); err != nil {
+					resp.Body.Close()
+					return nil, err
+				}
 			}
 			return resp, nil
 		}
@@ -206,22 +262,26 @@ func (c *inlineConn) send(req *http.Request) error {
 // awaitAnswer waits, without a buffer when the connection is a socket, until the answer begins
 // (or the connection ends or a deadline passes), then takes a reader.
 func (c *inlineConn) awaitAnswer() error {
-	if sc, ok := c.Conn.(syscall.Conn); ok && c.br == nil && c.t.holdUnbuffered {
-		raw, err := sc.SyscallConn()
-		if err != nil {
-			return err
-		}
-		var buf [1]byte
-		err = raw.Read(func(fd uintptr) bool {
-			_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
-		})
-		if err != nil {
+	if _, ok := c.Conn.(syscall.Conn); ok && c.br == nil && c.t.holdUnbuffered {
+		if err := c.awaitReadable(); err != nil {
 			return err
 		}
 	}
 	c.reader()
 	return nil
+}
+
+// awaitReadable waits until the socket has a byte to read or has ended, reading nothing.
+func (c *inlineConn) awaitReadable() error {
+	raw, err := c.Conn.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return err
+	}
+	var buf [1]byte
+	return raw.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
+	})
 }
 
 func (c *inlineConn) reader() *bufio.Reader {

@@ -63,6 +63,7 @@ type Proxy struct {
 	cellTransport   http.RoundTripper // edge's own calls to cells (failing a rejected job)
 	health          *discovery.Health
 	admission       *Admission
+	parkable        bool // long polls may be parked: inline cell transports, no tracing
 }
 
 // New builds a Proxy. Metrics may be nil only in tests that do not look at them.
@@ -107,6 +108,7 @@ func New(o Options) (*Proxy, error) {
 		p.health = h
 	}
 	p.targets = p.newTargets(o)
+	p.parkable = o.Transport == nil && o.Tracer == nil
 	return p, nil
 }
 
@@ -122,7 +124,6 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 	start := time.Now()
 	inFlight := p.metrics.inFlightBy[kind]
 	inFlight.Inc()
-	defer inFlight.Dec()
 
 	d, err := p.decide(w, r, kind)
 	if err == nil {
@@ -136,6 +137,7 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 			"request_id", w.id[0], "error", err)
 		writeErr(w, err)
 		p.metrics.requests.WithLabelValues(kind.String(), "edge", codeClass(status)).Inc()
+		inFlight.Dec()
 		return
 	}
 	p.metrics.decision(d.Source, d.Kind, d.Rule, false)
@@ -147,17 +149,20 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 		rp := t.proxies(a)
 		a.Begin()
 		if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
-			pl := p.metrics.signals.startPoll(r, d.Cell.ID)
-			if p.admission != nil {
-				r = withPoll(r, &pl)
+			if p.pollJob(w, r, rp.longPoll, d.Cell.ID, func() { a.End(); p.served(w, r, t, kind, start) }) {
+				return // parked: the rest happens when the cell answers
 			}
-			rp.longPoll.ServeHTTP(w, r)
-			pl.end(w.status)
 		} else {
 			rp.plain.ServeHTTP(w, r)
 		}
 		a.End()
 	}
+	p.served(w, r, t, kind, start)
+}
+
+// served counts a request answered (or given up) by its cell.
+func (p *Proxy) served(w *recorder, r *http.Request, t *target, kind TrafficKind, start time.Time) {
+	p.metrics.inFlightBy[kind].Dec()
 	status := w.status
 	if status == 0 {
 		status = statusClientClosed

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"time"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/proxy"
 )
 
 // newFront is the front door's own module: the public listener, its limits, the header policy
@@ -14,6 +16,7 @@ import (
 func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 	l := httpListener("listen.public", cfg.Listen.Public, phaseTraffic, d.front, limitedServer(cfg.Limits), d.log)
 	l.max, l.tls = cfg.Limits.MaxConnections, tlsConfig
+	parkOn(l, d.front)
 	// Access lines are batched (flushed every 100 ms and when the stage stops, after the
 	// listeners): a write per request cost more than the line itself.
 	stopAccess := func() {}
@@ -53,5 +56,20 @@ func limitedServer(l config.Limits) *http.Server {
 		ReadHeaderTimeout: l.ReadHeaderTimeout.Duration,
 		IdleTimeout:       l.IdleTimeout.Duration,
 		MaxHeaderBytes:    int(l.MaxHeaderBytes),
+	}
+}
+
+// parkOn parks the listener's held long polls (proxy.Parking): it is served through the parking's
+// listener, which takes answered polls' connections back; its drain stops parking, waits for the
+// parked polls with the requests in flight, and closes those the grace leaves.
+func parkOn(l *listener, front *proxy.Front) {
+	pk := proxy.NewParking()
+	front.UseParking(pk)
+	serve, shutdown := l.serve, l.shutdown
+	l.serve = func(ln net.Listener, t *tls.Config) error { return serve(pk.Listener(ln), t) }
+	l.shutdown = func(ctx context.Context) {
+		pk.StopReturning()
+		shutdown(ctx)
+		pk.Drain(ctx)
 	}
 }

@@ -1,0 +1,211 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// parkSlot rides a long poll's context through the reverse proxy: wanted asks the cell transport
+// to send the request and park; conn is where it went out, for the second pass to read from.
+type parkSlot struct {
+	wanted bool
+	conn   *inlineConn
+}
+
+type parkKey struct{}
+
+func parkSlotOf(ctx context.Context) *parkSlot {
+	s, _ := ctx.Value(parkKey{}).(*parkSlot)
+	return s
+}
+
+// parked is one long poll whose client connection edge holds while the cell holds the request.
+type parked struct {
+	parking  *Parking
+	client   net.Conn
+	tls      bool
+	upstream *inlineConn
+	rec      *recorder
+	// answer runs the reverse proxy's second pass: it reads the cell's answer through the slot
+	// and writes it to w.
+	answer func(w *recorder)
+	tails  []func() // what the proxy and the front do at the end of a request, in order
+
+	settled    atomic.Bool
+	clientDone chan struct{}
+	pending    []byte // bytes the client sent after its request (pipelined), kept for the server
+}
+
+// then adds what is left of a request to do once the poll is answered.
+func (p *parked) then(f func()) { p.tails = append(p.tails, f) }
+
+// start watches both sockets; the first to speak settles the poll.
+func (p *parked) start() {
+	if !p.parking.add(p) {
+		p.abandonNow()
+		return
+	}
+	go p.watchClient()
+	go p.watchCell()
+}
+
+func (p *parked) watchCell() {
+	p.upstream.awaitReadable() // an answer, the cell closing, or the header timeout: all read in the second pass
+	if p.settled.CompareAndSwap(false, true) {
+		p.finish()
+	}
+}
+
+// watchClient reads one byte: the end of the connection means the runner went away; a byte is
+// the start of a next request, kept for when the connection goes back to the server.
+func (p *parked) watchClient() {
+	defer close(p.clientDone)
+	var b [1]byte
+	n, err := p.client.Read(b[:])
+	if n > 0 {
+		p.pending = append(p.pending, b[0])
+		return
+	}
+	if isTimeout(err) {
+		return // finish stopped the watch
+	}
+	if p.settled.CompareAndSwap(false, true) {
+		p.gone()
+	}
+}
+
+// finish writes the cell's answer to the client and gives the connection back.
+func (p *parked) finish() {
+	p.client.SetReadDeadline(time.Unix(1, 0))
+	<-p.clientDone
+	p.client.SetReadDeadline(time.Time{})
+	keep := len(p.pending) == 0 || !p.tls
+	w := newConnWriter(p.client, !keep || !p.parking.accepting())
+	p.rec.ResponseWriter = w
+	p.answer(p.rec)
+	if w.finish() && w.keepAlive() {
+		var c net.Conn = p.client
+		if len(p.pending) > 0 {
+			c = &prefixedConn{Conn: p.client, prefix: bytes.NewReader(p.pending)}
+		}
+		p.parking.giveBack(c)
+	} else {
+		p.client.Close()
+	}
+	p.end()
+}
+
+// gone: the runner closed its connection; the cell's request is closed with it, as a canceled
+// held poll's is.
+func (p *parked) gone() {
+	p.upstream.Close()
+	p.client.Close()
+	p.rec.cause = causeClientClosed
+	p.end()
+}
+
+// abandon ends a poll the drain's grace left: both connections are closed.
+func (p *parked) abandon() {
+	if p.settled.CompareAndSwap(false, true) {
+		p.gone()
+	}
+}
+
+// abandonNow ends a poll that could not be parked because the listener drains.
+func (p *parked) abandonNow() {
+	p.settled.Store(true)
+	p.upstream.Close()
+	p.client.Close()
+	p.rec.cause = causeClientClosed
+	for _, f := range p.tails {
+		f()
+	}
+}
+
+func (p *parked) end() {
+	for _, f := range p.tails {
+		f()
+	}
+	p.parking.done(p)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// prefixedConn serves the bytes a client sent while its poll was parked before the rest.
+type prefixedConn struct {
+	net.Conn
+	mu     sync.Mutex
+	prefix *bytes.Reader
+}
+
+func (c *prefixedConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	if c.prefix != nil && c.prefix.Len() > 0 {
+		defer c.mu.Unlock()
+		return c.prefix.Read(b)
+	}
+	c.mu.Unlock()
+	return c.Conn.Read(b)
+}
+
+// pollJob proxies a jobs/request. When the front can park it (HTTP/1.1 on a listener that
+// takes connections back, cell transports built here, no tracing), the request is sent, the
+// client's connection taken over and true returned: the answer is written, and then run, when
+// the cell answers. Otherwise the poll is served here and false returned.
+func (p *Proxy) pollJob(w *recorder, r *http.Request, rp *httputil.ReverseProxy, cell uint64, then func()) bool {
+	pl := p.metrics.signals.startPoll(r, cell)
+	var slot *parkSlot
+	if p.parkable && w.parking != nil && r.ProtoMajor == 1 && r.ProtoMinor == 1 && !r.Close && w.parking.accepting() {
+		slot = &parkSlot{wanted: true}
+	}
+	if p.admission != nil || slot != nil {
+		ctx := r.Context()
+		if p.admission != nil {
+			ctx = context.WithValue(ctx, pollKey{}, &pl)
+		}
+		if slot != nil {
+			ctx = context.WithValue(ctx, parkKey{}, slot)
+		}
+		r = r.WithContext(ctx)
+	}
+	rp.ServeHTTP(w, r)
+	if slot == nil || slot.conn == nil {
+		pl.end(w.status)
+		return false
+	}
+	// The request is out and its answer awaited. The second pass reads it; the server's context
+	// of the request ends with the handler, so the pass keeps only its values.
+	answer := func(rec *recorder) { rp.ServeHTTP(rec, r.WithContext(context.WithoutCancel(r.Context()))) }
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		answer(w)
+		pl.end(w.status)
+		return false
+	}
+	pk := &parked{parking: w.parking, client: conn, upstream: slot.conn, rec: w, answer: answer, clientDone: make(chan struct{})}
+	_, pk.tls = conn.(*tls.Conn)
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		pk.pending = bytes.Clone(b)
+	}
+	pk.then(func() { pl.end(w.status); then() })
+	w.parked = pk
+	// What stays referenced while the poll is parked must not hold the server's connection
+	// (its 8 KiB of buffers): the response it wrote through, and the request body's reader.
+	w.ResponseWriter = nil
+	if b, ok := r.Body.(*replayBody); ok {
+		b.closer = http.NoBody
+	}
+	return true
+}

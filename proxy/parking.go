@@ -1,0 +1,159 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+)
+
+// errParked is the long-poll transport's answer to a request it sent and left waiting for its
+// answer off the handler (see Parking).
+var errParked = errors.New("proxy: long poll parked")
+
+// Parking holds jobs/request long polls off the HTTP server while their cell holds them. A
+// held poll through net/http costs two goroutines (the handler, deep in the proxy, and the
+// server's background read) and the connection's 10 KiB of buffers for as long as the cell
+// holds it; parked, it costs its two sockets and two shallow goroutines. The handler sends the
+// request, takes the client's connection over and returns; when the cell answers, the answer is
+// written through the same proxy path and the connection is handed back to the server for the
+// runner's next request (keep-alive), through Listener.
+type Parking struct {
+	returned chan net.Conn
+	stop     chan struct{} // closed when the listener drains
+	mu       sync.Mutex
+	closing  bool
+	held     map[*parked]struct{}
+	wg       sync.WaitGroup
+}
+
+func NewParking() *Parking {
+	return &Parking{returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
+}
+
+// accepting says whether a new poll may be parked (not once the listener drains).
+func (pk *Parking) accepting() bool {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	return !pk.closing
+}
+
+func (pk *Parking) add(p *parked) bool {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if pk.closing {
+		return false
+	}
+	pk.held[p] = struct{}{}
+	pk.wg.Add(1)
+	return true
+}
+
+func (pk *Parking) done(p *parked) {
+	pk.mu.Lock()
+	delete(pk.held, p)
+	pk.mu.Unlock()
+	pk.wg.Done()
+}
+
+// giveBack hands an answered poll's connection to the server for the next request; once the
+// listener drains it is closed instead.
+func (pk *Parking) giveBack(c net.Conn) {
+	select {
+	case pk.returned <- c:
+	case <-pk.stop:
+		c.Close()
+	}
+}
+
+// StopReturning is the start of a drain: answered polls close their connections, none is
+// parked any more.
+func (pk *Parking) StopReturning() {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if !pk.closing {
+		pk.closing = true
+		close(pk.stop)
+	}
+}
+
+// Drain waits for the parked polls to be answered until ctx ends, then closes those left (their
+// cells see the requests canceled, as with a held poll at the end of the grace).
+func (pk *Parking) Drain(ctx context.Context) {
+	pk.StopReturning()
+	done := make(chan struct{})
+	go func() { pk.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	pk.mu.Lock()
+	left := make([]*parked, 0, len(pk.held))
+	for p := range pk.held {
+		left = append(left, p)
+	}
+	pk.mu.Unlock()
+	for _, p := range left {
+		p.abandon()
+	}
+	<-done
+}
+
+// Listener yields ln's connections and those handed back after a parked poll's answer.
+func (pk *Parking) Listener(ln net.Listener) net.Listener {
+	l := &parkingListener{Listener: ln, pk: pk, accepted: make(chan acceptResult), closed: make(chan struct{})}
+	go l.pump()
+	return l
+}
+
+type acceptResult struct {
+	c   net.Conn
+	err error
+}
+
+type parkingListener struct {
+	net.Listener
+	pk        *Parking
+	accepted  chan acceptResult
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *parkingListener) pump() {
+	for {
+		c, err := l.Listener.Accept()
+		select {
+		case l.accepted <- acceptResult{c, err}:
+		case <-l.closed:
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+		if err != nil && !isTemporary(err) {
+			return
+		}
+	}
+}
+
+func (l *parkingListener) Accept() (net.Conn, error) {
+	select {
+	case a := <-l.accepted:
+		return a.c, a.err
+	case c := <-l.pk.returned:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *parkingListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+func isTemporary(err error) bool {
+	var ne interface{ Temporary() bool }
+	return errors.As(err, &ne) && ne.Temporary()
+}

@@ -1,0 +1,200 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/poll"
+)
+
+// heldCell holds every jobs/request until release is called, then answers it 201 with a job;
+// it records canceled requests.
+type heldCell struct {
+	srv      *http.Server
+	url      *url.URL
+	mu       sync.Mutex
+	release  chan struct{}
+	held     int
+	canceled int
+}
+
+func newHeldCell(t *testing.T) *heldCell {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &heldCell{release: make(chan struct{})}
+	c.url, _ = url.Parse("http://" + ln.Addr().String())
+	c.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		c.mu.Lock()
+		c.held++
+		release := c.release
+		c.mu.Unlock()
+		select {
+		case <-release:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Gitlab-Last-Update", "q2")
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"id":2000001,"token":"glcbt-x"}`)
+		case <-r.Context().Done():
+			c.mu.Lock()
+			c.canceled++
+			c.mu.Unlock()
+		}
+	})}
+	go c.srv.Serve(ln)
+	t.Cleanup(func() { c.srv.Close() })
+	return c
+}
+
+func (c *heldCell) counts() (held, canceled int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held, c.canceled
+}
+
+func (c *heldCell) answer() {
+	c.mu.Lock()
+	close(c.release)
+	c.release = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// parkingFront is a front with parking on a real listener, its runner proxy sending cell 2's
+// traffic to cell.
+func parkingFront(t *testing.T, cell *heldCell) (addr string, pk *Parking) {
+	legacy, _ := url.Parse("http://127.0.0.1:9")
+	cells, err := discovery.NewCells([]discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell.url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Options{Cells: cells})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := NewFront(nil, nil)
+	if err := front.Swap(&Routes{Runner: p}); err != nil {
+		t.Fatal(err)
+	}
+	pk = NewParking()
+	front.UseParking(pk)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: front}
+	go srv.Serve(pk.Listener(ln))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		pk.StopReturning()
+		srv.Shutdown(ctx)
+		pk.Drain(ctx)
+	})
+	return ln.Addr().String(), pk
+}
+
+func (pk *Parking) count() int {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	return len(pk.held)
+}
+
+func jobsRequest(t *testing.T, extra string) string {
+	body := `{"token":"` + routable(t, 2) + `","last_update":"q1"}`
+	return fmt.Sprintf("POST /api/v4/jobs/request HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s", len(body), extra, body)
+}
+
+// A held poll is parked; the cell's answer reaches the runner whole, and the runner's next
+// request goes on the same connection.
+func TestParkedPollAnsweredAndKeptAlive(t *testing.T) {
+	cell := newHeldCell(t)
+	addr, pk := parkingFront(t, cell)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for round := range 2 {
+		io.WriteString(conn, jobsRequest(t, ""))
+		poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+		cell.answer()
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusCreated || string(body) != `{"id":2000001,"token":"glcbt-x"}` ||
+			resp.Header.Get("X-Gitlab-Last-Update") != "q2" || resp.Header.Get("X-Request-Id") == "" || resp.Close {
+			t.Fatalf("round %d: %d %q %v", round, resp.StatusCode, body, resp.Header)
+		}
+		poll.Until(t, 5*time.Second, "the poll answered", func() bool { return pk.count() == 0 })
+	}
+}
+
+// A runner that goes away while its poll is parked cancels the cell's request: no job is
+// handed to nobody.
+func TestParkedPollClientGoneCancelsTheCell(t *testing.T) {
+	cell := newHeldCell(t)
+	addr, pk := parkingFront(t, cell)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, jobsRequest(t, ""))
+	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+	conn.Close()
+	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.count() == 0 })
+}
+
+// A poll parked at drain is answered within the grace, or closed when it ends.
+func TestParkedPollDrain(t *testing.T) {
+	cell := newHeldCell(t)
+	addr, pk := parkingFront(t, cell)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, jobsRequest(t, ""))
+	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	pk.Drain(ctx)
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Error("a parked poll outlived the drain's grace")
+	}
+	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 })
+}
+
+// A request with Connection: close is not parked and is answered as before.
+func TestConnectionCloseNotParked(t *testing.T) {
+	cell := newHeldCell(t)
+	addr, pk := parkingFront(t, cell)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, jobsRequest(t, "Connection: close\r\n"))
+	poll.Until(t, 5*time.Second, "the cell holds the poll", func() bool { h, _ := cell.counts(); return h == 1 })
+	if n := pk.count(); n != 0 {
+		t.Errorf("%d parked", n)
+	}
+	cell.answer()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusCreated || !resp.Close {
+		t.Fatalf("%v %v", resp, err)
+	}
+}
