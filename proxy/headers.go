@@ -58,7 +58,8 @@ func (hp *HeaderPolicy) trusted(remoteAddr string) bool {
 	return false
 }
 
-// clean removes what no client may send: edge's own headers in every spelling, an untrusted
+// clean removes what no client may send: edge's own headers in every spelling (but an agent's
+// Edge-Agent-Info on its connect request, which the tunnel server reads), an untrusted
 // peer's forwarding headers and request id, and the h2c upgrade's settings. It refuses a token
 // header sent twice (in any spelling) or two token headers of the same kind that disagree: a
 // backend would pick one of them, and edge cannot know which.
@@ -69,6 +70,9 @@ func (hp *HeaderPolicy) clean(r *http.Request, trusted bool) error {
 	for name, values := range h {
 		switch {
 		case !hp.KeepEdge && hasFoldPrefix(name, "edge-"):
+			if name == tunnel.InfoHeader && r.URL != nil && r.URL.Path == tunnel.ConnectPath {
+				continue // what an agent says about itself, for the tunnel server (which checks it)
+			}
 			delete(h, name)
 		case !trusted && isForwardingHeader(name):
 			delete(h, name)

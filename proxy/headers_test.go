@@ -4,12 +4,14 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"testing"
 )
 
 func TestHeaderPolicyClean(t *testing.T) {
 	tests := []struct {
 		name    string
+		path    string
 		in      http.Header
 		trusted bool
 		keep    []string // headers that must remain
@@ -18,6 +20,9 @@ func TestHeaderPolicyClean(t *testing.T) {
 	}{
 		{name: "edge headers in every spelling", in: http.Header{"Edge-Cell": {"3"}, "Edge_cell": {"3"}, "Edge-agent_id": {"a"}, "Edgey": {"x"}},
 			keep: []string{"Edgey"}, gone: []string{"Edge-Cell", "Edge_cell", "Edge-agent_id"}},
+		{name: "agent info on the agent connect", path: "/-/agent/connect", in: http.Header{"Edge-Agent-Info": {"{}"}, "Edge_agent_info": {"{}"}, "Edge-Agent-Id": {"a"}},
+			keep: []string{"Edge-Agent-Info"}, gone: []string{"Edge_agent_info", "Edge-Agent-Id"}},
+		{name: "agent info elsewhere", path: "/-/agent/connect/x", in: http.Header{"Edge-Agent-Info": {"{}"}}, gone: []string{"Edge-Agent-Info"}},
 		{name: "forwarding family from an untrusted peer", in: http.Header{"Forwarded": {"for=1"}, "X-Forwarded-For": {"1"}, "X-Forwarded-Port": {"1"},
 			"X-Forwarded-Prefix": {"/"}, "X-Forwarded-Ssl": {"on"}, "X-Forwarded-Uri": {"/"}, "X-Real-Ip": {"1"}, "X_forwarded_host": {"h"}, "X-Request-Id": {"r"}, "X-Forwardedness": {"k"}},
 			keep: []string{"X-Forwardedness"}, gone: []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Ssl", "X-Forwarded-Uri", "X-Real-Ip", "X_forwarded_host", "X-Request-Id"}},
@@ -37,6 +42,9 @@ func TestHeaderPolicyClean(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			hp := &HeaderPolicy{}
 			r := &http.Request{Header: tt.in}
+			if tt.path != "" {
+				r.URL = &url.URL{Path: tt.path}
+			}
 			err := hp.clean(r, tt.trusted)
 			if got := errors.Is(err, ErrAmbiguousHeaders); got != tt.refused {
 				t.Fatalf("refused: got %v (%v), want %v", got, err, tt.refused)

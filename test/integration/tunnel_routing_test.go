@@ -30,8 +30,10 @@ func TestTunnelRouting(t *testing.T) {
 	c := newTunnelCluster(t, 3)
 	ups := map[string]*upstream{"a1": startUpstream(t, "a1"), "a2": startUpstream(t, "a2")}
 	holders := map[string]*edgeProc{"a1": c.edges[0], "a2": c.edges[1]}
-	c.startAgent("a1", holders["a1"].PublicURL, ups["a1"], "--project", "7")
-	c.startAgent("a2", holders["a2"].PublicURL, ups["a2"], "--project", "7")
+	agents := map[string]*agentProc{
+		"a1": c.startAgent("a1", holders["a1"].PublicURL, ups["a1"], "--project", "7"),
+		"a2": c.startAgent("a2", holders["a2"].PublicURL, ups["a2"], "--project", "7"),
+	}
 	c.waitHeld(t, "a1", holders["a1"], 15*time.Second)
 	c.waitHeld(t, "a2", holders["a2"], 15*time.Second)
 
@@ -82,6 +84,23 @@ func TestTunnelRouting(t *testing.T) {
 			})
 		}
 	}
+
+	// Every request above, local or through another edge, reached the upstreams over splice
+	// streams: the agents proxied none themselves, and each holder spliced what other edges sent.
+	t.Run("spliced", func(t *testing.T) {
+		for id, a := range agents {
+			spliced, err1 := metricSum(a.OpsURL+"/metrics", "edge_agent_requests_total", `result="splice"`)
+			proxied, err2 := metricSum(a.OpsURL+"/metrics", "edge_agent_requests_total", `result="ok"`)
+			if err1 != nil || err2 != nil || spliced == 0 || proxied != 0 {
+				t.Errorf("agent %s: splice streams %v, requests proxied %v (%v %v): want splice streams only", id, spliced, proxied, err1, err2)
+			}
+		}
+		for id, h := range holders {
+			if n, err := metricSum(h.OpsURL+"/metrics", "edge_internal_requests_total", `outcome="spliced"`); err != nil || n == 0 {
+				t.Errorf("holder of %s: spliced connections from other edges %v (%v), want some", id, n, err)
+			}
+		}
+	})
 }
 
 // checkConnInfo checks that conns is exactly one connection of agent id at holder.
@@ -94,6 +113,9 @@ func checkConnInfo(t *testing.T, where string, conns []agentConnInfo, id string,
 	ci := conns[0]
 	if ci.AgentID != id || ci.ProjectID != "7" || ci.Edge != holder.InternalURL {
 		t.Errorf("%s: got agent %q project %q edge %q, want %q 7 %q", where, ci.AgentID, ci.ProjectID, ci.Edge, id, holder.InternalURL)
+	}
+	if ci.Version == "" {
+		t.Errorf("%s: no version: the agent's Edge-Agent-Info did not reach the edge", where)
 	}
 	if ci.ConnectionID == "" || ci.ConnectedAt.IsZero() || time.Since(ci.ConnectedAt) > time.Minute {
 		t.Errorf("%s: connection id %q connected at %v, want an id and a recent time", where, ci.ConnectionID, ci.ConnectedAt)
