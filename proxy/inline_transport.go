@@ -96,12 +96,20 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		var resp *http.Response
+		var stop func() bool
 		if _, socket := c.Conn.(syscall.Conn); socket && slot != nil && slot.wanted && t.holdUnbuffered {
-			return nil, t.park(req, c, slot)
+			if parked, err := t.park(req, c, slot); parked || err != nil {
+				return nil, err
+			}
+			// Answered at once: read here, as any request.
+			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+			resp, err = c.afterSend(req, t.responseHeaderTimeout)
+		} else {
+			// A canceled request (the client went away) unblocks whatever the connection is doing.
+			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+			resp, err = c.roundTrip(req, t.responseHeaderTimeout)
 		}
-		// A canceled request (the client went away) unblocks whatever the connection is doing.
-		stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-		resp, err := c.roundTrip(req, t.responseHeaderTimeout)
 		if err != nil {
 			stop()
 			c.Close()
@@ -132,16 +140,28 @@ func (c *inlineConn) body(resp *http.Response, stop func() bool, reusable bool) 
 
 // park sends the request and leaves its connection in the slot, waiting for the answer within
 // the response-header timeout, for a parked long poll's second pass to read.
-func (t *InlineTransport) park(req *http.Request, c *inlineConn, slot *parkSlot) error {
+// parkAfter is how long a long poll's handler waits for the answer before it parks: most polls
+// are answered at once (a job waiting, a runner behind the queue), and taking the connection over
+// for those would only cost.
+const parkAfter = 50 * time.Millisecond
+
+func (t *InlineTransport) park(req *http.Request, c *inlineConn, slot *parkSlot) (parked bool, err error) {
 	if err := c.send(req); err != nil {
 		c.Close()
-		return err
+		return false, err
+	}
+	c.SetReadDeadline(time.Now().Add(parkAfter))
+	if err := c.awaitReadable(); err == nil || !isTimeout(err) {
+		c.SetReadDeadline(time.Time{})
+		return false, nil // the answer (or the end of the connection) is read as any request's
 	}
 	if t.responseHeaderTimeout > 0 {
-		c.SetReadDeadline(time.Now().Add(t.responseHeaderTimeout))
+		c.SetReadDeadline(time.Now().Add(t.responseHeaderTimeout - parkAfter))
+	} else {
+		c.SetReadDeadline(time.Time{})
 	}
 	slot.conn = c
-	return errParked
+	return true, errParked
 }
 
 // resume reads the answer of a parked request from the connection it went out on.
@@ -198,6 +218,11 @@ func (c *inlineConn) roundTrip(req *http.Request, headerTimeout time.Duration) (
 	if err := c.send(req); err != nil {
 		return nil, err
 	}
+	return c.afterSend(req, headerTimeout)
+}
+
+// afterSend reads the answer to the request just sent, within the response-header timeout.
+func (c *inlineConn) afterSend(req *http.Request, headerTimeout time.Duration) (*http.Response, error) {
 	if headerTimeout > 0 {
 		c.SetReadDeadline(time.Now().Add(headerTimeout))
 		// A cancellation whose deadline landed before this one would be undone by it.

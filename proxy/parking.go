@@ -24,6 +24,7 @@ type Parking struct {
 	mu       sync.Mutex
 	closing  bool
 	held     map[*parked]struct{}
+	total    int // polls parked since the start
 	wg       sync.WaitGroup
 }
 
@@ -45,6 +46,7 @@ func (pk *Parking) add(p *parked) bool {
 		return false
 	}
 	pk.held[p] = struct{}{}
+	pk.total++
 	pk.wg.Add(1)
 	return true
 }

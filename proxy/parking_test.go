@@ -198,3 +198,32 @@ func TestConnectionCloseNotParked(t *testing.T) {
 		t.Fatalf("%v %v", resp, err)
 	}
 }
+
+// A poll the cell answers at once is answered by its handler, never parked.
+func TestPollAnsweredAtOnceNotParked(t *testing.T) {
+	cell := newHeldCell(t)
+	close(cell.release) // every poll answered at once
+	addr, pk := parkingFront(t, cell)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for range 3 {
+		io.WriteString(conn, jobsRequest(t, ""))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if pk.total != 0 {
+		t.Errorf("%d polls answered at once were parked", pk.total)
+	}
+}
