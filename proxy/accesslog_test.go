@@ -168,24 +168,14 @@ func (c *lineChecker) Write(p []byte) (int, error) {
 func accessFront(t *testing.T, l *AccessLog) *Front {
 	t.Helper()
 	u, _ := url.Parse("http://127.0.0.1:1")
-	cells, err := discovery.NewCells([]discovery.Cell{{ID: 1, URL: u, Legacy: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(Options{Cells: cells})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := NewFront(nil, nil)
-	front.UseAccessLog(l)
 	ws := &HostRoute{Domain: "ws.example", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok"))
 	})}
-	rt := &Routes{Runner: p, Workspaces: ws, AccessLog: true}
-	rt.Headers.Trusted = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} // httptest's remote
-	if err := front.Swap(rt); err != nil {
-		t.Fatal(err)
-	}
+	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: u, Legacy: true}}, func(rt *Routes) {
+		rt.Workspaces, rt.AccessLog = ws, true
+		rt.Headers.Trusted = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} // httptest's remote
+	})
+	front.UseAccessLog(l)
 	return front
 }
 

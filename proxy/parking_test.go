@@ -74,18 +74,7 @@ func (c *heldCell) answer() {
 // traffic to cell.
 func parkingFront(t *testing.T, cell *heldCell) (addr string, pk *Parking) {
 	legacy, _ := url.Parse("http://127.0.0.1:9")
-	cells, err := discovery.NewCells([]discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell.url}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(Options{Cells: cells})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := NewFront(nil, nil)
-	if err := front.Swap(&Routes{Runner: p}); err != nil {
-		t.Fatal(err)
-	}
+	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell.url}}, nil)
 	pk = NewParking()
 	front.UseParking(pk)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -108,6 +97,18 @@ func (pk *Parking) count() int {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	return len(pk.held)
+}
+
+// parkPoll sends a jobs/request on a new connection and waits until it is parked.
+func parkPoll(t *testing.T, addr string, pk *Parking) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, jobsRequest(t, ""))
+	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+	return conn
 }
 
 func jobsRequest(t *testing.T, extra string) string {
@@ -148,12 +149,7 @@ func TestParkedPollAnsweredAndKeptAlive(t *testing.T) {
 func TestParkedPollClientGoneCancelsTheCell(t *testing.T) {
 	cell := newHeldCell(t)
 	addr, pk := parkingFront(t, cell)
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(conn, jobsRequest(t, ""))
-	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+	conn := parkPoll(t, addr, pk)
 	conn.Close()
 	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.count() == 0 })
 }
@@ -162,13 +158,8 @@ func TestParkedPollClientGoneCancelsTheCell(t *testing.T) {
 func TestParkedPollDrain(t *testing.T) {
 	cell := newHeldCell(t)
 	addr, pk := parkingFront(t, cell)
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := parkPoll(t, addr, pk)
 	defer conn.Close()
-	io.WriteString(conn, jobsRequest(t, ""))
-	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	pk.Drain(ctx)

@@ -27,18 +27,7 @@ func BenchmarkPeerPost512(b *testing.B) {
 	}))
 	b.Cleanup(upstream.Close)
 	u, _ := url.Parse(upstream.URL)
-	cells, err := discovery.NewCells([]discovery.Cell{{ID: 1, URL: u, Legacy: true}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := New(Options{Cells: cells})
-	if err != nil {
-		b.Fatal(err)
-	}
-	front := NewFront(nil, nil)
-	if err := front.Swap(&Routes{Runner: p}); err != nil {
-		b.Fatal(err)
-	}
+	front := cellsFront(b, []discovery.Cell{{ID: 1, URL: u, Legacy: true}}, nil)
 	plain := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.SetXForwarded() },
 		Transport: &http.Transport{

@@ -132,6 +132,29 @@ func (f *fixture) only(t *testing.T, want uint64) seen {
 	return got[0]
 }
 
+// cellsFront is a front whose runner proxy (cell transports built as for serving) knows cells;
+// routes, when set, completes its route table.
+func cellsFront(tb testing.TB, cells []discovery.Cell, routes func(*Routes)) *Front {
+	tb.Helper()
+	dc, err := discovery.NewCells(cells)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := New(Options{Cells: dc})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rt := &Routes{Runner: p}
+	if routes != nil {
+		routes(rt)
+	}
+	front := NewFront(nil, nil)
+	if err := front.Swap(rt); err != nil {
+		tb.Fatal(err)
+	}
+	return front
+}
+
 func (f *fixture) none(t *testing.T) {
 	t.Helper()
 	for _, c := range f.cells {
@@ -498,18 +521,7 @@ func TestPreserveHost(t *testing.T) {
 		t.Run(fmt.Sprint(keep), func(t *testing.T) {
 			c := newTestCell(t, 1)
 			u, _ := url.Parse(c.srv.URL)
-			cells, err := discovery.NewCells([]discovery.Cell{{ID: 1, URL: u, Legacy: true, PreserveHost: keep}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := New(Options{Cells: cells})
-			if err != nil {
-				t.Fatal(err)
-			}
-			front := NewFront(nil, nil)
-			if err := front.Swap(&Routes{Runner: p}); err != nil {
-				t.Fatal(err)
-			}
+			front := cellsFront(t, []discovery.Cell{{ID: 1, URL: u, Legacy: true, PreserveHost: keep}}, nil)
 			srv := httptest.NewServer(front)
 			defer srv.Close()
 			req := newReq(t, "GET", srv.URL+"/users/sign_in", nil)
