@@ -28,50 +28,10 @@ func (b *BufferPool) Put(v []byte) {
 	}
 }
 
-// yamuxHeaderSize and typeData follow yamux's frame header: version, type, flags (2), stream id
-// (4), length (4).
-const (
-	yamuxHeaderSize = 12
-	yamuxTypeData   = 0
-	coalesceLimit   = 16 << 10
-)
-
-// frameWriter sends a yamux data frame's header together with a small body. yamux's send loop
-// writes the two separately, which costs a second syscall and, on a small request, a second
-// packet. Only the session's send loop writes, so no lock is needed.
-type frameWriter struct {
-	w       io.Writer
-	hdr     [yamuxHeaderSize]byte
-	held    bool
-	scratch []byte
-}
-
-func (f *frameWriter) Write(p []byte) (int, error) {
-	if f.held {
-		f.held = false
-		if len(p) <= coalesceLimit {
-			f.scratch = append(append(f.scratch[:0], f.hdr[:]...), p...)
-			n, err := f.w.Write(f.scratch)
-			return max(n-yamuxHeaderSize, 0), err
-		}
-		if _, err := f.w.Write(f.hdr[:]); err != nil {
-			return 0, err
-		}
-		return f.w.Write(p)
-	}
-	if len(p) == yamuxHeaderSize && p[1] == yamuxTypeData && (p[8]|p[9]|p[10]|p[11]) != 0 {
-		// A data frame's body follows in the next Write; p is yamux's buffer, reused later.
-		copy(f.hdr[:], p)
-		f.held = true
-		return len(p), nil
-	}
-	return f.w.Write(p)
-}
-
-// framed wraps what a yamux session runs over so its frames go out coalesced; a net.Conn stays
-// a net.Conn, so yamux still knows the addresses.
+// framed wraps what a yamux session runs over so its frames go out coalesced and batched (see
+// frameWriter); a net.Conn stays a net.Conn, so yamux still knows the addresses.
 func framed(rwc io.ReadWriteCloser) io.ReadWriteCloser {
-	fw := &frameWriter{w: rwc, scratch: make([]byte, 0, yamuxHeaderSize+coalesceLimit)}
+	fw := newFrameWriter(rwc)
 	if c, ok := rwc.(net.Conn); ok {
 		return &framedNetConn{Conn: c, fw: fw}
 	}
@@ -84,6 +44,7 @@ type framedNetConn struct {
 }
 
 func (c *framedNetConn) Write(p []byte) (int, error) { return c.fw.Write(p) }
+func (c *framedNetConn) Close() error                { return c.fw.close(c.Conn) }
 
 type framedRWC struct {
 	io.ReadWriteCloser
@@ -91,3 +52,4 @@ type framedRWC struct {
 }
 
 func (c *framedRWC) Write(p []byte) (int, error) { return c.fw.Write(p) }
+func (c *framedRWC) Close() error                { return c.fw.close(c.ReadWriteCloser) }
