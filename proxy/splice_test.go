@@ -18,6 +18,7 @@ import (
 
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/tokens"
+	"gitlab.com/edge/edge/tracing"
 )
 
 // listRegistry names the same holders for every agent, their connections splicing or not.
@@ -120,6 +121,11 @@ func newEntry(t *testing.T, holders ...*holderFixture) *AgentRouter {
 // newEntryFor is an entry edge whose registry says the holders' connections splice or not.
 func newEntryFor(t *testing.T, splice bool, holders ...*holderFixture) *AgentRouter {
 	t.Helper()
+	return newEntryTraced(t, splice, nil, holders...)
+}
+
+func newEntryTraced(t *testing.T, splice bool, tracer *tracing.Tracer, holders ...*holderFixture) *AgentRouter {
+	t.Helper()
 	signer, err := tokens.NewInternalSigner(spliceSecret, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +135,7 @@ func newEntryFor(t *testing.T, splice bool, holders ...*holderFixture) *AgentRou
 		urls = append(urls, h.srv.URL)
 	}
 	a, err := NewAgentRouter(AgentRouterOptions{Self: "http://entry", Tunnels: &fakeTunnels{held: map[string]bool{}},
-		Registry: listRegistry{urls, splice}, Minter: signer, PeerPrefixes: loopback, Wait: 200 * time.Millisecond})
+		Registry: listRegistry{urls, splice}, Minter: signer, PeerPrefixes: loopback, Wait: 200 * time.Millisecond, Tracer: tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +319,32 @@ func TestConnectionsHideSplice(t *testing.T) {
 	}
 	if !conns[0].Splice {
 		t.Error("the caller's slice was changed")
+	}
+}
+
+// With tracing on, the entry edge's span of a spliced request ("edge peer") is what the upstream
+// gets in traceparent: the holder does not see the request.
+func TestSplicedHopSendsTraceparent(t *testing.T) {
+	exp := &recordExporter{}
+	tr := newTracer(t, 1, exp)
+	h := newHolder(t, true)
+	a := newEntryTraced(t, true, tr, h)
+	w := forwardGET(a, 8080, "/x", nil)
+	var got echoed
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 {
+		t.Fatalf("%d %q", w.Code, w.Body)
+	}
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(exp.spans) != 1 || exp.spans[0].Name() != "edge peer" {
+		t.Fatalf("spans: %d, want the one edge peer span", len(exp.spans))
+	}
+	sc := exp.spans[0].SpanContext()
+	if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"; got.Header.Get("Traceparent") != want {
+		t.Errorf("the upstream got traceparent %q, want %q", got.Header.Get("Traceparent"), want)
+	}
+	if h.internal(t, "spliced") != 1 {
+		t.Errorf("not spliced")
 	}
 }

@@ -109,4 +109,52 @@ tracing: {otlp_endpoint: "http://%s", protocol: grpc}
 	if holder["edge.request_id"] != entry["edge.request_id"] || holder["edge.route"] != "internal" {
 		t.Errorf("edge 1's server span attributes %v: want the entry's request id %s", holder, entry["edge.request_id"])
 	}
+
+	// An agent without a tracing block splices: it makes no span and parses nothing, and neither
+	// does a holder that splices another edge's request. The upstream's parent is then the client
+	// span of the edge that wrote the request: "tunnel" at the holder, "edge peer" at the entry.
+	up2 := startUpstream(t, "a2")
+	c.startAgent("a2", c.edges[1].PublicURL, up2)
+	c.waitHeld(t, "a2", c.edges[1], 15*time.Second)
+	for _, tc := range []struct {
+		via        int
+		parent     string
+		grandentry string
+	}{{1, "tunnel", "edge gitlab_api"}, {0, "edge peer", "edge gitlab_api"}} {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/agents/a2/proxy/%d/headers", apiBase(c.edges[tc.via]), up2.Port), nil)
+		req.Header = c.authHeader()
+		resp, err := c.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen headersAnswer
+		err = json.NewDecoder(resp.Body).Decode(&seen)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("a2 through edge %d: %d %v", tc.via, resp.StatusCode, err)
+		}
+		parts := strings.Split(seen.Header.Get("Traceparent"), "-")
+		if len(parts) != 4 {
+			t.Fatalf("a2's upstream through edge %d got traceparent %q", tc.via, seen.Header.Get("Traceparent"))
+		}
+		spans := col.WaitSpans(t, 15*time.Second, func(s []span) bool {
+			for _, sp := range s {
+				if sp.SpanID == parts[2] {
+					return true
+				}
+			}
+			return false
+		})
+		byID := map[string]span{}
+		for _, sp := range spans {
+			byID[sp.SpanID] = sp
+		}
+		parent := byID[parts[2]]
+		if parent.Name != tc.parent || parent.Service != "edge" || parent.Kind != "client" {
+			t.Errorf("through edge %d: the upstream's parent is %q of %s (%s), want %q of edge (client)", tc.via, parent.Name, parent.Service, parent.Kind, tc.parent)
+		}
+		if server := byID[parent.ParentSpanID]; !strings.HasPrefix(server.Name, tc.grandentry) {
+			t.Errorf("through edge %d: the client span's parent is %q, want %q", tc.via, server.Name, tc.grandentry)
+		}
+	}
 }
