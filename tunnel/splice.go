@@ -184,11 +184,13 @@ func (s *Server) spliced(req *http.Request) (*http.Request, bool) {
 
 // Splice opens a splice stream to port on the agent, on the named connection or any of the
 // agent's that splices: for a holder relaying another edge's spliced connection (the bytes of
-// requests it does not parse). Until closed, the stream counts as a request in flight on its
-// connection; when that connection drains, the stream is closed once it has been quiet for a
+// requests it does not parse). Until closed, the stream keeps its connection from closing when
+// it drains, as a request in flight does; it does not count toward MaxStreamsPerAgent (it is
+// another edge's keep-alive connection, idle most of the time, as this edge's own idle splice
+// streams are). When the connection drains, the stream is closed once it has been quiet for a
 // second after an answer from the agent (idle at its client, as far as bytes tell), or with the
 // connection. Errors: ErrAgentNotConnected or ErrConnectionGone (not here), ErrNoSplice,
-// ErrTooManyStreams, *RefusedError (the agent's answer), or a failure of the connection.
+// *RefusedError (the agent's answer), or a failure of the connection.
 func (s *Server) Splice(ctx context.Context, agentID, connectionID string, port int) (net.Conn, error) {
 	var only *Conn
 	if connectionID != "" {
@@ -201,21 +203,13 @@ func (s *Server) Splice(ctx context.Context, agentID, connectionID string, port 
 	}
 	var skip []*Conn
 	for {
-		c, err := s.acquire(agentID, only, skip)
+		c, err := s.holdConn(agentID, only, skip)
 		if err != nil {
-			if errors.Is(err, ErrAgentNotConnected) && len(skip) > 0 && !slicesAnySplices(skip) {
-				err = ErrNoSplice
-			}
 			return nil, err
-		}
-		if c.splice == nil {
-			c.release()
-			skip = append(skip, c)
-			continue
 		}
 		st, err := c.openSplice(ctx, port)
 		if err != nil {
-			c.release()
+			c.releaseHeld()
 			if only == nil && errors.Is(err, errOpenStream) {
 				skip = append(skip, c)
 				continue
@@ -229,13 +223,34 @@ func (s *Server) Splice(ctx context.Context, agentID, connectionID string, port 
 	}
 }
 
-func slicesAnySplices(conns []*Conn) bool {
-	for _, c := range conns {
-		if c.splice != nil {
-			return true
+// holdConn picks a connection of the agent that splices for a held stream and counts it in
+// flight on that connection only.
+func (s *Server) holdConn(agentID string, only *Conn, skip []*Conn) (*Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, _, err := s.pickLocked(agentID, only, skip, func(c *Conn) bool { return c.splice != nil })
+	if errors.Is(err, ErrAgentNotConnected) && len(skip) == 0 {
+		if e := s.agents[agentID]; e != nil && len(e.conns) > 0 {
+			err = ErrNoSplice // connected, but no connection splices
 		}
 	}
-	return false
+	if err != nil {
+		return nil, err
+	}
+	c.inflight++
+	return c, nil
+}
+
+// releaseHeld ends a held stream on c; a draining connection closes with its last use.
+func (c *Conn) releaseHeld() {
+	s := c.server
+	s.mu.Lock()
+	c.inflight--
+	last := c.draining && c.inflight == 0
+	s.mu.Unlock()
+	if last {
+		c.session.Close()
+	}
 }
 
 // heldStream is a splice stream given to Server.Splice's caller. It notes when bytes last moved
@@ -268,7 +283,7 @@ func (h *heldStream) Close() error {
 	err := h.Conn.Close()
 	h.once.Do(func() {
 		h.c.unhold(h)
-		h.c.release()
+		h.c.releaseHeld()
 	})
 	return err
 }

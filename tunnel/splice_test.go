@@ -286,6 +286,7 @@ func isRefused(err error, status int) bool {
 // closed, a refusal is the agent's answer, and an unknown agent or connection is not here.
 func TestServerSplice(t *testing.T) {
 	se := newSpliceEnv(t, nil)
+	se.server.opts.MaxStreamsPerAgent = 1
 	c := se.waitConnected(1)[0]
 	ctx := context.Background()
 	if _, err := se.server.Splice(ctx, "nobody", "", se.upstream.port); !errors.Is(err, ErrAgentNotConnected) {
@@ -303,8 +304,12 @@ func TestServerSplice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := se.server.inflight(testAgent); got != 1 {
-		t.Errorf("in flight with a held splice stream: got %d, want 1", got)
+	if got := connInflight(c); got != 1 {
+		t.Errorf("in flight on its connection with a held splice stream: got %d, want 1", got)
+	}
+	// It does not count toward MaxStreamsPerAgent: a request still goes through.
+	if status, _ := get(t, se.url("/hello"), nil); status != http.StatusOK {
+		t.Errorf("a request beside a held splice stream, at most 1 in flight: got %d, want 200", status)
 	}
 	br := bufio.NewReader(st)
 	for range 2 {
@@ -320,9 +325,15 @@ func TestServerSplice(t *testing.T) {
 		}
 	}
 	st.Close()
-	if got := se.server.inflight(testAgent); got != 0 {
+	if got := connInflight(c); got != 0 {
 		t.Errorf("in flight once closed: got %d, want 0", got)
 	}
+}
+
+func connInflight(c *Conn) int {
+	c.server.mu.Lock()
+	defer c.server.mu.Unlock()
+	return c.inflight
 }
 
 // A draining connection closes the held splice streams that went quiet after an answer, not one

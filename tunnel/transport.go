@@ -93,29 +93,9 @@ func resultOf(err error) string {
 func (s *Server) acquire(agentID string, only *Conn, skip []*Conn) (*Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var c *Conn
-	var e *agentEntry
-	if only != nil {
-		if only.draining {
-			return nil, ErrConnectionGone
-		}
-		c, e = only, only.entry
-	} else {
-		e = s.agents[agentID]
-		if e == nil {
-			return nil, ErrAgentNotConnected
-		}
-		for i := range e.conns {
-			j := (e.next + i) % len(e.conns)
-			if !slices.Contains(skip, e.conns[j]) {
-				c = e.conns[j]
-				e.next = j + 1
-				break
-			}
-		}
-		if c == nil {
-			return nil, ErrAgentNotConnected
-		}
+	c, e, err := s.pickLocked(agentID, only, skip, nil)
+	if err != nil {
+		return nil, err
 	}
 	if max := s.opts.MaxStreamsPerAgent; max > 0 && e.inflight >= max {
 		return nil, ErrTooManyStreams
@@ -124,6 +104,29 @@ func (s *Server) acquire(agentID string, only *Conn, skip []*Conn) (*Conn, error
 	e.inflight++
 	s.metrics.streams.Inc()
 	return c, nil
+}
+
+// pickLocked picks the named connection, or the agent's next one round robin that is not in
+// skip and that ok takes (nil: any). Called with s.mu held.
+func (s *Server) pickLocked(agentID string, only *Conn, skip []*Conn, ok func(*Conn) bool) (*Conn, *agentEntry, error) {
+	if only != nil {
+		if only.draining {
+			return nil, nil, ErrConnectionGone
+		}
+		return only, only.entry, nil
+	}
+	e := s.agents[agentID]
+	if e == nil {
+		return nil, nil, ErrAgentNotConnected
+	}
+	for i := range e.conns {
+		j := (e.next + i) % len(e.conns)
+		if c := e.conns[j]; !slices.Contains(skip, c) && (ok == nil || ok(c)) {
+			e.next = j + 1
+			return c, e, nil
+		}
+	}
+	return nil, nil, ErrAgentNotConnected
 }
 
 // release ends one request in flight on c; a draining connection closes with its last one.
