@@ -102,10 +102,14 @@ type AgentRouter struct {
 	spliced      *httputil.ReverseProxy
 	peerSplices  *InlineTransport
 	spliceMaxAge time.Duration // peerSpliceMaxAge
+	spliceSweep  time.Duration // peerSpliceSweep
 	peerDialer   *net.Dialer
 	noSplice     *lru.Cache[string, time.Time] // holder+" "+agent: answered "no splice" until then
 	holderNames  sync.Map                      // holder URL: short name for pool keys
 	holderSeq    atomic.Uint64
+	// spliceTraffic: a request went over a spliced connection since the last sweep, which is
+	// scheduled while sweepArmed.
+	spliceTraffic, sweepArmed atomic.Bool
 }
 
 func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
@@ -139,7 +143,7 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 	// Large copy buffers make large tunnel frames (see tunnel.CopyBufferSize).
 	buffers := &tunnel.BufferPool{}
 	a := &AgentRouter{o: o, metrics: m, holders: cache, buffers: buffers, noSplice: noSplice,
-		peerDialer: newPeerDialer(o.PeerPrefixes, 5*time.Second), spliceMaxAge: peerSpliceMaxAge}
+		peerDialer: newPeerDialer(o.PeerPrefixes, 5*time.Second), spliceMaxAge: peerSpliceMaxAge, spliceSweep: peerSpliceSweep}
 	a.peerSplices = a.newPeerSplices()
 	agentAttrs := func(r *http.Request) []attribute.KeyValue {
 		at := attemptOf(r)
@@ -358,6 +362,7 @@ func (a *AgentRouter) serveHolder(w http.ResponseWriter, r *http.Request, t Agen
 	holder := c.Edge
 	at := &attempt{target: t, holder: holder, body: body}
 	if c.Splice && a.spliceable(r, at) {
+		a.spliceUsed()
 		a.serve(w, r, at, a.spliced)
 		if !errors.Is(at.err, errNoSplice) {
 			return at

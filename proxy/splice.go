@@ -49,6 +49,10 @@ const (
 	// noSpliceFor is how long the entry edge sends an agent's requests the per-request way after
 	// its holder said it does not splice for it (an older holder or agent; an agent with tracing).
 	noSpliceFor = 30 * time.Second
+	// peerSpliceSweep is how often the entry edge closes its idle spliced connections, while it
+	// sends requests over them and once after: past peerSpliceMaxAge none would be reused, and
+	// each holds a held stream at the holder and an upstream connection at the agent.
+	peerSpliceSweep = 30 * time.Second
 )
 
 // newPeerSplices is the entry edge's pool of spliced connections to holders. Only requests
@@ -78,6 +82,27 @@ func (a *AgentRouter) spliceable(r *http.Request, at *attempt) bool {
 		a.noSplice.Remove(at.holder + " " + at.target.AgentID)
 	}
 	return true
+}
+
+// spliceUsed notes a request over a spliced connection and makes sure a sweep is coming.
+func (a *AgentRouter) spliceUsed() {
+	a.spliceTraffic.Store(true)
+	if a.sweepArmed.CompareAndSwap(false, true) {
+		time.AfterFunc(a.spliceSweep, a.sweepPeerSplices)
+	}
+}
+
+// sweepPeerSplices closes the idle spliced connections, and comes again while they are used.
+func (a *AgentRouter) sweepPeerSplices() {
+	a.peerSplices.CloseIdleConnections()
+	if a.spliceTraffic.Swap(false) {
+		time.AfterFunc(a.spliceSweep, a.sweepPeerSplices)
+		return
+	}
+	a.sweepArmed.Store(false)
+	if a.spliceTraffic.Load() { // a request came in between: keep sweeping
+		a.spliceUsed()
+	}
 }
 
 // newSplicedProxy is the entry edge's proxy for requests over spliced connections.

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"
 )
@@ -50,6 +51,7 @@ type holderFixture struct {
 	router   *AgentRouter
 	metrics  *prometheus.Registry
 	upConns  atomic.Int32
+	upClosed atomic.Int32
 	mu       sync.Mutex
 	received []http.Header // the internal listener's requests, in order
 }
@@ -67,8 +69,11 @@ func newHolder(t *testing.T, holds bool) *holderFixture {
 		json.NewEncoder(w).Encode(echoed{Path: r.URL.Path, Header: r.Header.Clone()})
 	}))
 	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
+		switch s {
+		case http.StateNew:
 			h.upConns.Add(1)
+		case http.StateClosed:
+			h.upClosed.Add(1)
 		}
 	}
 	up.Start()
@@ -347,4 +352,20 @@ func TestSplicedHopSendsTraceparent(t *testing.T) {
 	if h.internal(t, "spliced") != 1 {
 		t.Errorf("not spliced")
 	}
+}
+
+// The entry edge closes its idle spliced connections on its own, while it uses them and once
+// after: they hold a stream at the holder and an upstream connection at the agent.
+func TestSplicedHopIdleSwept(t *testing.T) {
+	h := newHolder(t, true)
+	a := newEntry(t, h)
+	a.spliceSweep = 20 * time.Millisecond
+	if w := forwardGET(a, 8080, "/x", nil); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	poll.Until(t, 10*time.Second, "the idle spliced connection closed, and the upstream's with it", func() bool { return h.upClosed.Load() == 1 })
+	if w := forwardGET(a, 8080, "/x", nil); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	poll.Until(t, 10*time.Second, "the second one closed too", func() bool { return h.upClosed.Load() == 2 })
 }

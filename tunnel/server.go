@@ -65,6 +65,9 @@ type ServerOptions struct {
 	WrapTransport func(*http.Transport) RoundTripCloser
 	Logger        *slog.Logger
 	Metrics       prometheus.Registerer // nil: metrics are not registered
+
+	// spliceReap and heldIdleTimeout: tests shorten them (0: the constants).
+	spliceReap, heldIdleTimeout time.Duration
 }
 
 // RoundTripCloser is a transport whose idle connections can be closed.
@@ -108,6 +111,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	}
 	if opts.MaxStreamsPerAgent == 0 {
 		opts.MaxStreamsPerAgent = DefaultMaxStreamsPerAgent
+	}
+	if opts.spliceReap <= 0 {
+		opts.spliceReap = spliceReap
+	}
+	if opts.heldIdleTimeout <= 0 {
+		opts.heldIdleTimeout = heldIdleTimeout
 	}
 	if opts.RemoveEdgeHeaders == nil {
 		opts.RemoveEdgeHeaders = removeEdgeHeaders
@@ -338,6 +347,9 @@ func (s *Server) start(c *Conn) {
 	go c.serveControl()
 	go c.receiveControl()
 	go c.wait()
+	if c.splice != nil {
+		s.wg.Go(c.reapSplices)
+	}
 }
 
 // deactivate takes c out of the table of connections that take requests; it reports whether c

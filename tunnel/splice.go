@@ -28,6 +28,12 @@ const (
 	spliceQuiet = time.Second
 	// spliceSweep is how often a draining connection looks for quiet held splice streams.
 	spliceSweep = 250 * time.Millisecond
+	// spliceReap is how often a connection closes its idle splice streams, and heldIdleTimeout
+	// how long a held one may stay quiet after an answer. An idle splice stream holds a
+	// connection to the upstream at the agent: unlike an idle request stream, it must not stay
+	// open for as long as nobody sends a request.
+	spliceReap      = 90 * time.Second
+	heldIdleTimeout = 10 * time.Minute
 )
 
 // pipe copies src to dst until src ends or a write fails. It reads into a small buffer and takes
@@ -253,6 +259,41 @@ func (c *Conn) releaseHeld() {
 	}
 }
 
+// reapSplices closes, every spliceReap, the idle splice streams of c's pool (all of them: the
+// next requests open new ones, one round trip each) and the held ones that have been quiet for
+// heldIdleTimeout after an answer (the other edge takes a spliced connection that old for
+// expired anyway), until the session ends.
+func (c *Conn) reapSplices() {
+	t := time.NewTicker(c.server.opts.spliceReap)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.session.CloseChan():
+			return
+		case <-t.C:
+		}
+		c.splice.CloseIdleConnections()
+		c.closeQuietHeld(c.server.opts.heldIdleTimeout)
+	}
+}
+
+// closeQuietHeld closes the held splice streams that went quiet for d after an answer.
+func (c *Conn) closeQuietHeld(d time.Duration) int {
+	now := time.Now().UnixNano()
+	var quiet []*heldStream
+	c.server.mu.Lock()
+	for h := range c.held {
+		if h.idle(now, d) {
+			quiet = append(quiet, h)
+		}
+	}
+	c.server.mu.Unlock()
+	for _, h := range quiet {
+		h.Close()
+	}
+	return len(quiet)
+}
+
 // heldStream is a splice stream given to Server.Splice's caller. It notes when bytes last moved
 // each way, for the drain to tell an idle one.
 type heldStream struct {
@@ -288,10 +329,10 @@ func (h *heldStream) Close() error {
 	return err
 }
 
-// idle: the last bytes were the agent's answer, and nothing moved for spliceQuiet since.
-func (h *heldStream) idle(now int64) bool {
+// idle: the last bytes were the agent's answer, and nothing moved for d since.
+func (h *heldStream) idle(now int64, d time.Duration) bool {
 	in, out := h.lastIn.Load(), h.lastOut.Load()
-	return in >= out && now-in >= int64(spliceQuiet)
+	return in >= out && now-in >= int64(d)
 }
 
 // hold adds a held splice stream; on a draining connection it makes sure a sweep runs.
@@ -338,15 +379,8 @@ func (c *Conn) sweepHeld() {
 			return
 		case <-t.C:
 		}
-		now := time.Now().UnixNano()
-		var quiet []*heldStream
 		c.server.mu.Lock()
 		left := len(c.held)
-		for h := range c.held {
-			if h.idle(now) {
-				quiet = append(quiet, h)
-			}
-		}
 		if left == 0 {
 			c.sweeping = false
 		}
@@ -354,8 +388,6 @@ func (c *Conn) sweepHeld() {
 		if left == 0 {
 			return
 		}
-		for _, h := range quiet {
-			h.Close()
-		}
+		c.closeQuietHeld(spliceQuiet)
 	}
 }

@@ -25,9 +25,18 @@ type spliceEnv struct {
 }
 
 func newSpliceEnv(t *testing.T, agent func(*AgentOptions)) spliceEnv {
+	return newSpliceEnvWith(t, nil, agent)
+}
+
+func newSpliceEnvWith(t *testing.T, server func(*ServerOptions), agent func(*AgentOptions)) spliceEnv {
 	se := spliceEnv{edgeReg: prometheus.NewRegistry(), agentReg: prometheus.NewRegistry()}
 	se.env = newEnv(t, envOptions{
-		server: func(o *ServerOptions) { o.Metrics = se.edgeReg },
+		server: func(o *ServerOptions) {
+			o.Metrics = se.edgeReg
+			if server != nil {
+				server(o)
+			}
+		},
 		agent: func(o *AgentOptions) {
 			o.Metrics = se.agentReg
 			if agent != nil {
@@ -384,3 +393,38 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 	var ne net.Error
 	return !(errors.As(err, &ne) && ne.Timeout())
 }
+
+// Idle splice streams do not stay open for as long as no request comes: each holds a connection
+// to the upstream at the agent. Held ones quiet after an answer go too, not one whose request
+// waits for its answer.
+func TestSpliceIdleStreamsReaped(t *testing.T) {
+	se := newSpliceEnvWith(t, func(o *ServerOptions) {
+		o.spliceReap, o.heldIdleTimeout = 20*time.Millisecond, 50*time.Millisecond
+	}, nil)
+	se.waitConnected(1)
+	if status, _ := get(t, se.url("/hello"), nil); status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	poll.Until(t, 15*time.Second, "the idle splice stream closed", func() bool { return se.agentStreams(t) == 0 })
+
+	ctx := context.Background()
+	quiet, err := se.server.Splice(ctx, testAgent, "", se.upstream.port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := se.server.Splice(ctx, testAgent, "", se.upstream.port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	io.WriteString(waiting, "GET /hang?id=r1 HTTP/1.1\r\nHost: up\r\n\r\n")
+	recv(t, se.upstream.arrived, "the waiting request at the upstream")
+	if !closedWithin(quiet, 10*time.Second) {
+		t.Fatal("the quiet held stream was not closed")
+	}
+	if closedWithin(waiting, 10*spliceReapTestPeriod) {
+		t.Error("the held stream whose request waits was closed")
+	}
+}
+
+const spliceReapTestPeriod = 50 * time.Millisecond
