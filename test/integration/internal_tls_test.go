@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,12 +35,27 @@ func TestInternalTLS(t *testing.T) {
 	if a.status != http.StatusOK {
 		t.Fatalf("edge 1 to the agent on edge 0 over internal TLS: %d %s", a.status, a.body)
 	}
+	// A request without a body crosses over a spliced connection, over TLS too.
+	get := func(e *edgeProc) (answer, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return trySend(ctx, c.client, apiBase(e), outgoing{method: http.MethodGet, path: proxyPath("a1", up.Port, "/headers"), header: c.authHeader()})
+	}
+	if a, err := get(c.edges[1]); err != nil || a.status != http.StatusOK {
+		t.Fatalf("GET through edge 1 over internal TLS: %d %s %v", a.status, a.body, err)
+	}
+	if n, err := metricSum(c.edges[0].OpsURL+"/metrics", "edge_internal_requests_total", `outcome="spliced"`); err != nil || n == 0 {
+		t.Errorf("spliced connections at the holder over internal TLS: %v %v, want some", n, err)
+	}
 	// Edge 2 has no CA for the internal listeners: the holder cannot be verified, so it is never
-	// sent the request (and the internal JWT).
+	// sent the request (and the internal JWT), spliced or not.
 	start := time.Now()
 	a, err := trySendAPI(c, c.edges[2], "a1", up)
 	if err == nil && a.status == http.StatusOK {
 		t.Errorf("an edge without the CA reached the holder: %d", a.status)
+	}
+	if a, err := get(c.edges[2]); err == nil && a.status == http.StatusOK {
+		t.Errorf("an edge without the CA reached the holder with a GET: %d", a.status)
 	}
 	t.Logf("without the CA: %d after %v", a.status, time.Since(start).Round(time.Millisecond))
 }
