@@ -16,12 +16,17 @@ type AccessLog struct {
 	w    io.Writer // takes concurrent Writes, as server's lineBuffer does
 	text bool
 	info bool
+	// lines keeps line buffers between requests; one longer than maxPooledLine (a huge path)
+	// is left to the collector rather than kept for ever.
+	lines sync.Pool
 }
 
 // NewAccessLog writes access lines to w in format ("text", otherwise JSON, as the server's slog
 // logger chooses), or none when info is not enabled at the configured level.
 func NewAccessLog(w io.Writer, format string, info bool) *AccessLog {
-	return &AccessLog{w: w, text: format == "text", info: info}
+	l := &AccessLog{w: w, text: format == "text", info: info}
+	l.lines.New = func() any { b := make([]byte, 0, 512); return &b }
+	return l
 }
 
 // accessEntry is what one access line says, in the order it says it.
@@ -36,19 +41,15 @@ type accessEntry struct {
 	requestID, remote  string
 }
 
-// linePool keeps line buffers between requests; one longer than maxPooledLine (a huge path) is
-// left to the collector rather than kept for ever.
-var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
 const maxPooledLine = 16 << 10
 
 func (l *AccessLog) write(t time.Time, e *accessEntry) {
-	bp := linePool.Get().(*[]byte)
+	bp := l.lines.Get().(*[]byte)
 	b := l.appendLine((*bp)[:0], t, e)
 	_, _ = l.w.Write(b) // as slog's Logger does, a failed write is not the request's error
 	if cap(b) <= maxPooledLine {
 		*bp = b
-		linePool.Put(bp)
+		l.lines.Put(bp)
 	}
 }
 
