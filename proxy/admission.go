@@ -65,6 +65,7 @@ type admissionMetrics struct {
 	errors    *prometheus.CounterVec
 	jobs      *prometheus.CounterVec
 	duration  prometheus.Histogram
+	calls     *prometheus.HistogramVec
 	failures  *prometheus.CounterVec
 }
 
@@ -87,6 +88,11 @@ func newAdmissionMetrics() *admissionMetrics {
 			Help:    "Time admission added to a job's answer: reading it and asking every controller in scope.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
+		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "edge_admission_controller_duration_seconds",
+			Help:    "Time each controller took to answer (or to fail), as edge saw it, by controller.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"controller"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_admission_failed_jobs_total",
 			Help: "Rejected jobs failed at their cell, by outcome: failed, or gave_up after retries (logged with the job id).",
@@ -95,7 +101,7 @@ func newAdmissionMetrics() *admissionMetrics {
 }
 
 func (m *admissionMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.decisions, m.errors, m.jobs, m.duration, m.failures}
+	return []prometheus.Collector{m.decisions, m.errors, m.jobs, m.duration, m.calls, m.failures}
 }
 
 // jobAnswer is what edge does with a cell's answer to jobs/request: learn the job's cell and,
@@ -175,6 +181,7 @@ func (p *Proxy) admit(ctx context.Context, t *target, body []byte, tooLarge bool
 			decision = "admitted"
 		}
 		m.decisions.WithLabelValues(r.Controller, decision).Inc()
+		m.calls.WithLabelValues(r.Controller).Observe(r.Took.Seconds())
 		if r.Err != nil {
 			m.errors.WithLabelValues(r.Controller).Inc()
 			p.log.Warn("admission controller failed", "controller", r.Controller, "job_id", req.Job.ID, "cell", cell,
