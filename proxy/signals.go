@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"sync"
@@ -79,11 +78,10 @@ func (s *queueSignals) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.held, s.answered, s.wait, s.info}
 }
 
-// kind reads the runner of a jobs/request body, from the cache when its info block was seen.
-func (s *queueSignals) kind(body []byte) *runnerKind {
+// kindLocked reads the runner of a jobs/request body, from the cache when its info block was
+// seen; s.mu is held.
+func (s *queueSignals) kindLocked(body []byte) *runnerKind {
 	info, _ := topLevelMember(body, "info", false)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if k := s.kinds[string(info)]; k != nil {
 		return k
 	}
@@ -108,9 +106,8 @@ func (s *queueSignals) labelLocked(r admission.Runner) string {
 	return r.Capability
 }
 
-func (s *queueSignals) counters(k *runnerKind, cell uint64) *pollCounters {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// countersLocked are the poll counters of k's label in cell, resolved once; s.mu is held.
+func (s *queueSignals) countersLocked(k *runnerKind, cell uint64) *pollCounters {
 	if c := k.byCell[cell]; c != nil {
 		return c
 	}
@@ -150,16 +147,12 @@ func (s *queueSignals) startPoll(r *http.Request, cell uint64) jobPoll {
 	if b, ok := r.Body.(*replayBody); ok {
 		body = b.data
 	}
-	k := s.kind(body)
-	p := jobPoll{runner: k.runner, counters: s.counters(k, cell), start: time.Now()}
+	s.mu.Lock()
+	k := s.kindLocked(body)
+	p := jobPoll{runner: k.runner, counters: s.countersLocked(k, cell), start: time.Now()}
+	s.mu.Unlock()
 	p.counters.held.Inc()
 	return p
-}
-
-// withPoll lets the job's answer find its poll (admission reads the runner and marks a
-// rejection).
-func withPoll(r *http.Request, p *jobPoll) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), pollKey{}, p))
 }
 
 // endPoll counts how the poll was answered.
