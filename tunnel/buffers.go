@@ -6,14 +6,23 @@ import (
 	"sync"
 )
 
-// CopyBufferSize is the size of the buffers that move bodies through a tunnel. Every write to a
-// yamux stream becomes one frame, and each frame is a hand-off to the session's send loop, so
-// large copies make few, large frames.
+// CopyBufferSize is the size of the buffers the reverse proxies on either end of a tunnel move
+// bodies with. Every write to a yamux stream becomes one frame, and each frame is a hand-off to
+// the session's send loop, so large copies make few, large frames. A proxy takes one for every
+// answer, however small, so it stays below the bulk size.
 const CopyBufferSize = 256 << 10
 
+// bulkBufferSize is what a copy that has filled its small buffer moves on with (pipe, and a
+// request body written to a stream): a window's worth, so a 10 MiB transfer is ten frames and
+// about as many system calls at each end. From 256 KiB to 1 MiB took 10 MiB downloads through
+// a tunnel from about 550 to 650-840 MB/s with every process on one CPU, where system calls
+// are most of the cost.
+const bulkBufferSize = DefaultStreamWindow
+
 // BufferPool is an httputil.BufferPool of CopyBufferSize buffers, for the reverse proxies on
-// either end of a tunnel. Pooling array pointers keeps Put from allocating.
-type BufferPool struct{ pool sync.Pool }
+// either end of a tunnel, and the pool of bulk buffers of the copies the tunnel makes itself.
+// Pooling array pointers keeps Put from allocating.
+type BufferPool struct{ pool, bulk sync.Pool }
 
 func (b *BufferPool) Get() []byte {
 	if v, ok := b.pool.Get().(*[CopyBufferSize]byte); ok {
@@ -27,6 +36,65 @@ func (b *BufferPool) Put(v []byte) {
 		b.pool.Put((*[CopyBufferSize]byte)(v))
 	}
 }
+
+func (b *BufferPool) getBulk() *[bulkBufferSize]byte {
+	if v, ok := b.bulk.Get().(*[bulkBufferSize]byte); ok {
+		return v
+	}
+	return new([bulkBufferSize]byte)
+}
+
+func (b *BufferPool) putBulk(v *[bulkBufferSize]byte) { b.bulk.Put(v) }
+
+// pipe copies src to dst until src ends or a write fails, and returns how many bytes it wrote.
+// It reads into a small buffer and takes a bulk one from pool while reads fill it (a body
+// streaming), giving it back at the first short read: an idle stream holds 16 KiB per direction,
+// and a transfer still moves large frames.
+func pipe(dst io.Writer, src io.Reader, pool *BufferPool) (int64, error) {
+	var small [spliceSmallBuffer]byte
+	buf := small[:]
+	var big *[bulkBufferSize]byte
+	defer func() {
+		if big != nil {
+			pool.putBulk(big)
+		}
+	}()
+	var written int64
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			m, werr := dst.Write(buf[:n])
+			written += int64(m)
+			if werr != nil {
+				return written, werr
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				return written, nil
+			}
+			return written, err
+		}
+		switch {
+		case big == nil && n == len(buf):
+			big = pool.getBulk()
+			buf = big[:]
+		case big != nil && n < len(small):
+			pool.putBulk(big)
+			big, buf = nil, small[:]
+		}
+	}
+}
+
+// bulkWriter is a stream (or a connection relayed onto one) that copies what is written to it
+// from a reader in bulk frames: http.Transport writes a request body through io.Copy to its
+// connection, which would otherwise move it 32 KiB, one frame, at a time.
+type bulkWriter struct {
+	net.Conn
+	pool *BufferPool
+}
+
+func (c *bulkWriter) ReadFrom(r io.Reader) (int64, error) { return pipe(c.Conn, r, c.pool) }
 
 // framed wraps what a yamux session runs over so its frames go out coalesced and batched (see
 // frameWriter); a net.Conn stays a net.Conn, so yamux still knows the addresses.

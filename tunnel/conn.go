@@ -108,7 +108,7 @@ func (c *Conn) openStream(context.Context, string, string) (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errOpenStream, err)
 	}
-	return st, nil
+	return &bulkWriter{Conn: st, pool: &c.server.buffers}, nil
 }
 
 // upgrade answers 101 on the hijacked connection and starts the yamux session on it.

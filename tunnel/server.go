@@ -82,6 +82,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *serverMetrics
 	yamux   *yamux.Config
+	buffers BufferPool // bulk buffers of request bodies written to streams
 
 	mu          sync.Mutex
 	closing     bool

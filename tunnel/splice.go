@@ -36,43 +36,6 @@ const (
 	heldIdleTimeout = 10 * time.Minute
 )
 
-// pipe copies src to dst until src ends or a write fails. It reads into a small buffer and takes
-// a CopyBufferSize one from pool while reads fill it (a body streaming), giving it back at the
-// first short read: an idle stream holds 16 KiB per direction, and a transfer still moves large
-// frames (every write to a yamux stream is one).
-func pipe(dst io.Writer, src io.Reader, pool *BufferPool) error {
-	small := make([]byte, spliceSmallBuffer)
-	buf := small
-	var big []byte
-	defer func() {
-		if big != nil {
-			pool.Put(big)
-		}
-	}()
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return werr
-			}
-		}
-		if err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-		switch {
-		case big == nil && n == len(buf):
-			big = pool.Get()
-			buf = big
-		case big != nil && n < len(small):
-			pool.Put(big)
-			big, buf = nil, small
-		}
-	}
-}
-
 // Relay copies bytes both ways between a and b until either way ends, then closes both; first
 // it sends b what a had already buffered (bytes read past an upgrade request). It returns when
 // both ways have ended.
@@ -137,7 +100,7 @@ func (c *Conn) openSplice(ctx context.Context, port int) (net.Conn, error) {
 	}
 	st.SetDeadline(time.Time{})
 	m.WithLabelValues("ok").Inc()
-	return conn, nil
+	return &bulkWriter{Conn: conn, pool: &c.server.buffers}, nil
 }
 
 func spliceHandshake(st net.Conn, port int) (net.Conn, error) {
