@@ -400,3 +400,43 @@ func TestInlineAnswersThatEndTheConnectionAreNotReused(t *testing.T) {
 		}
 	}
 }
+
+// writeCounter is a connection that counts the writes made to it.
+type writeCounter struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+func TestInlineWritesARequestAndItsHeldBodyInOneWrite(t *testing.T) {
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) })
+	rt := newCellTransport(time.Second, 5*time.Second)
+	writes := &atomic.Int64{}
+	rt.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &writeCounter{Conn: c, writes: writes}, nil
+	}
+	const body = `{"token":"x","last_update":"0"}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v4/jobs/request", nil)
+	req.Body = &replayBody{Reader: strings.NewReader(body), closer: io.NopCloser(nil), inMemory: true, data: []byte(body)}
+	req.ContentLength = int64(len(body))
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != body {
+		t.Fatalf("the cell got %q, want %q", got, body)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("the request took %d writes, want 1 (head and body together)", n)
+	}
+}
