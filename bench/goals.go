@@ -115,8 +115,24 @@ func rpsGoal(in GoalInput, caseText, id, baseID string, goal float64) Goal {
 	}
 	return atGoalLoad(in, Goal{
 		Case: caseText, Goal: goalText, Measured: true, Met: v >= goal,
-		Today: fmt.Sprintf("%.2fx (%s %.0f req/s, %s %.0f)", v, id, r.RPS, baseID, base.RPS),
+		Today: fmt.Sprintf("%.2fx (%s %.0f req/s, %s %.0f)%s", v, id, r.RPS, baseID, base.RPS, perRound(*r, *base)),
 	})
+}
+
+// perRound is the ratio of r to base in each round both ran, when there are several: the goal
+// is the ratio of the medians, and the rounds show how much the machine moved it (two runs of
+// one round ran seconds apart, the rounds minutes apart).
+func perRound(r, base Row) string {
+	var ratios []string
+	for round := 1; round <= max(r.Rounds, base.Rounds); round++ {
+		if v, ok := Ratio(r.RoundRPS[round], base.RoundRPS[round]); ok {
+			ratios = append(ratios, fmt.Sprintf("%.2f", v))
+		}
+	}
+	if len(ratios) < 2 {
+		return ""
+	}
+	return "; by round " + strings.Join(ratios, ", ")
 }
 
 // postCPUGoal compares what edge and the plain httputil proxy each spend of CPU per request on

@@ -57,6 +57,9 @@ func TestGoals(t *testing.T) {
 		}}
 	}
 	us := time.Microsecond
+	byRound := goalLoad()
+	byRound[3].Rounds, byRound[3].RoundRPS = 3, map[int]float64{1: 20000, 2: 10000, 3: 21000}
+	byRound[5].Rounds, byRound[5].RoundRPS = 3, map[int]float64{1: 19000, 2: 9000, 3: 18000}
 	held := LongPoll{PollsRequested: 9900, PollsHeld: 9900, EdgeRSSMaxMiB: 212.4, Answered: 9900, Answered204: 9900}
 	tests := []struct {
 		name  string
@@ -68,6 +71,7 @@ func TestGoals(t *testing.T) {
 	}{
 		{"a vs nginx", full, rowA, "0.80x (edge-a 20000 req/s, nginx 25000)", true, true},
 		{"c vs a: not met", full, rowC, "0.90x (edge-c 18000 req/s, edge-a 20000)", false, true},
+		{"c vs a by round, in round order", GoalInput{Load: byRound, Connections: 64}, rowC, "0.90x (edge-c 18000 req/s, edge-a 20000); by round 0.95, 0.90, 0.86", false, true},
 		{"d vs a: exactly the goal", full, rowD, "0.95x (edge-d 19000 req/s, edge-a 20000)", true, true},
 		{"post cpu vs plain", full, rowPost, "0.95x (edge-post 38.0us/req, plain-post 40.0us)", true, true},
 		{"post cpu exactly the goal", withPost(40*us, 40*us), rowPost, "1.00x (edge-post 40.0us/req, plain-post 40.0us)", true, true},

@@ -46,7 +46,8 @@ type Row struct {
 	Label                 string
 	Rounds                int
 	RPS                   float64
-	RPSSpread             float64 // (max-min)/median of req/s over the rounds: how noisy the case was
+	RPSSpread             float64         // (max-min)/median of req/s over the rounds: how noisy the case was
+	RoundRPS              map[int]float64 // req/s by round, to pair with another case's same round
 	P50, P99              time.Duration
 	HasProxy              bool
 	ProxyCPUPerRequest    time.Duration
@@ -75,6 +76,10 @@ func Summarize(ids []string, labels map[string]string, runs []Run) []Row {
 			row.HasProxy = r.HasProxy
 			row.Errors += r.Wrk.SocketErrors + r.Wrk.Non2xx3xx
 			rps = append(rps, r.Wrk.RequestsPerS)
+			if row.RoundRPS == nil {
+				row.RoundRPS = map[int]float64{}
+			}
+			row.RoundRPS[r.Round] = r.Wrk.RequestsPerS
 			p50 = append(p50, r.Wrk.P50())
 			p99 = append(p99, r.Wrk.P99())
 			pcpu = append(pcpu, r.ProxyCPUPerRequest())

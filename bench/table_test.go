@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,9 @@ func TestSummarize(t *testing.T) {
 	}
 	if d.RPS != 100000 || d.P50 != 2*ms || d.P99 != 3*ms || d.Rounds != 3 {
 		t.Errorf("direct row: got %+v", d)
+	}
+	if got, want := n.RoundRPS, map[int]float64{1: 50000, 2: 40000, 3: 60000}; !maps.Equal(got, want) {
+		t.Errorf("nginx req/s by round: got %v, want %v", got, want)
 	}
 	// Per-request CPU is the median of each run's CPU/requests: 10us, 10us, 15us.
 	if want := 10 * time.Microsecond; n.ProxyCPUPerRequest != want {
