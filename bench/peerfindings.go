@@ -7,14 +7,17 @@ import (
 )
 
 // Case IDs of the peers beside nginx: the same plain reverse proxy in HAProxy and Caddy (and
-// CasePlain, a tuned httputil.ReverseProxy).
+// CasePlain, a tuned httputil.ReverseProxy), and CaseFloor, the least a Go proxy does for the
+// request (bench/cmd/floorproxy: no net/http), which shows what Go and the kernel cost apart
+// from an HTTP library.
 const (
 	CaseHAProxy = "haproxy"
 	CaseCaddy   = "caddy"
+	CaseFloor   = "floor"
 )
 
 // Peers are the other proxies edge is compared with, nginx (the table's baseline) first.
-func Peers() []string { return []string{CaseNginx, CaseHAProxy, CaseCaddy, CasePlain} }
+func Peers() []string { return []string{CaseNginx, CaseHAProxy, CaseCaddy, CasePlain, CaseFloor} }
 
 // PeerFindings are the peers' numbers in words: each peer against nginx, then edge-a (edge's
 // plain proxy) against every peer that ran, req/s with the goal against nginx, and CPU

@@ -14,6 +14,7 @@ const (
 	caseHAProxy = bench.CaseHAProxy
 	caseCaddy   = bench.CaseCaddy
 	casePlain   = bench.CasePlain // the plain httputil proxy (bench/cmd/plainproxy)
+	caseFloor   = bench.CaseFloor // the Go floor: a proxy without net/http (bench/cmd/floorproxy)
 	caseEdgeA   = bench.CaseEdgeA
 	caseEdgeB   = bench.CaseEdgeB
 	caseEdgeC   = bench.CaseEdgeC
@@ -34,6 +35,7 @@ const (
 	targetHAProxy = "haproxy"
 	targetCaddy   = "caddy"
 	targetPlain   = "plain" // bench/cmd/plainproxy
+	targetFloor   = "floor" // bench/cmd/floorproxy
 	targetEdge    = "edge"
 	targetEdge2   = "edge2" // the second edge, which holds no agent
 )
@@ -43,7 +45,7 @@ const agentID = "a1"
 
 func allCaseIDs() []string {
 	return []string{
-		caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD,
+		caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, caseFloor, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD,
 		casePlainPost, caseEdgePost, caseTunnel, caseTunnelHop, caseTransfer,
 	}
 }
@@ -125,6 +127,7 @@ func buildCases(ids []string, tok caseTokens) []benchCase {
 		caseHAProxy: {label: "haproxy proxy", target: targetHAProxy, method: "GET", path: discovery, wantUpstream: 0},
 		caseCaddy:   {label: "caddy proxy", target: targetCaddy, method: "GET", path: discovery, wantUpstream: 0},
 		casePlain:   {label: "plain httputil proxy", target: targetPlain, method: "GET", path: discovery, wantUpstream: 0},
+		caseFloor:   {label: "Go floor (no net/http)", target: targetFloor, method: "GET", path: discovery, wantUpstream: 0},
 		caseEdgeA:   {label: "edge a: no token (legacy)", target: targetEdge, method: "GET", path: discovery, wantUpstream: 0},
 		caseEdgeB: {
 			label: "edge b: RUNNER-TOKEN header", target: targetEdge, method: "GET", path: discovery,

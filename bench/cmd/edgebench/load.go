@@ -28,6 +28,8 @@ func (h *harness) url(c benchCase) string {
 		port = h.caddyPort
 	case targetPlain:
 		port = h.plainPort
+	case targetFloor:
+		port = h.floorPort
 	case targetEdge:
 		port = h.edgePort
 	case targetEdge2:
@@ -59,6 +61,8 @@ func (h *harness) pathProcs(c benchCase) []part {
 		return []part{{"caddy", h.caddy}}
 	case c.target == targetPlain:
 		return []part{{"plain", h.plain}}
+	case c.target == targetFloor:
+		return []part{{"floor", h.floor}}
 	case c.target == targetEdge2:
 		return []part{{bench.PartEdge2, h.edge2}, {bench.PartEdge, h.edge}, {bench.PartAgent, h.agent}, {bench.PartRedis, h.redis}}
 	case c.target == targetEdge && c.viaAgent:

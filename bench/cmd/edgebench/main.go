@@ -159,7 +159,7 @@ func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub st
 		target string
 		start  func(context.Context) error
 	}{
-		{targetNginx, h.startNginx}, {targetHAProxy, h.startHAProxy}, {targetCaddy, h.startCaddy}, {targetPlain, h.startPlain},
+		{targetNginx, h.startNginx}, {targetHAProxy, h.startHAProxy}, {targetCaddy, h.startCaddy}, {targetPlain, h.startPlain}, {targetFloor, h.startFloor},
 	} {
 		if !needsTarget(cases, peer.target) {
 			continue

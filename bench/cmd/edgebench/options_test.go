@@ -107,6 +107,7 @@ func TestBuildCases(t *testing.T) {
 		caseHAProxy:   {target: targetHAProxy, method: "GET"},
 		caseCaddy:     {target: targetCaddy, method: "GET"},
 		casePlain:     {target: targetPlain, method: "GET"},
+		caseFloor:     {target: targetFloor, method: "GET"},
 		caseEdgeA:     {target: targetEdge, method: "GET"},
 		caseEdgeB:     {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
 		caseEdgeC:     {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},

@@ -75,25 +75,42 @@ func (h *harness) startCaddy(ctx context.Context) error {
 // upstream listener, pinned with the servers; its GOMAXPROCS is Go's default, which follows the
 // pinning (1), as edge's does.
 func (h *harness) startPlain(ctx context.Context) error {
-	bin, err := h.goBuild(ctx, "./bench/cmd/plainproxy", "plainproxy")
+	p, port, err := h.startGoPeer(ctx, "plainproxy", "plain", fmt.Sprintf("http://127.0.0.1:%d", h.upstreamPorts[0]))
 	if err != nil {
-		return err
+		return fmt.Errorf("plain httputil proxy: %w", err)
+	}
+	h.plain, h.plainPort, h.plainInfo = p, port, plainInfo(p.Log)
+	return nil
+}
+
+// startFloor builds and starts the Go floor (bench/cmd/floorproxy) to the first upstream
+// listener, pinned with the servers as the plain proxy is.
+func (h *harness) startFloor(ctx context.Context) error {
+	p, port, err := h.startGoPeer(ctx, "floorproxy", "floor", fmt.Sprintf("127.0.0.1:%d", h.upstreamPorts[0]))
+	if err != nil {
+		return fmt.Errorf("Go floor proxy: %w", err)
+	}
+	h.floor, h.floorPort = p, port
+	return nil
+}
+
+// startGoPeer builds ./bench/cmd/<cmd> and runs it pinned with the servers, listening on a free
+// port with --upstream upstream, until it answers a GET.
+func (h *harness) startGoPeer(ctx context.Context, cmd, name, upstream string) (*bench.Proc, int, error) {
+	bin, err := h.goBuild(ctx, "./bench/cmd/"+cmd, cmd)
+	if err != nil {
+		return nil, 0, err
 	}
 	port, err := freePort()
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	p, err := h.sup.Start("plain", h.pinned(h.opts.serverCPU, bin,
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--upstream", fmt.Sprintf("http://127.0.0.1:%d", h.upstreamPorts[0])), bench.StartOptions{})
+	p, err := h.sup.Start(name, h.pinned(h.opts.serverCPU, bin,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--upstream", upstream), bench.StartOptions{})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	h.plain, h.plainPort = p, port
-	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
-		return fmt.Errorf("plain httputil proxy: %w", err)
-	}
-	h.plainInfo = plainInfo(p.Log)
-	return nil
+	return p, port, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port))
 }
 
 // plainInfo is what the plain proxy said when it started ("listening ..., GOMAXPROCS 1,

@@ -49,6 +49,8 @@ type harness struct {
 	caddyPort     int
 	plain         *bench.Proc // the plain httputil proxy (bench/cmd/plainproxy)
 	plainPort     int
+	floor         *bench.Proc // the Go floor (bench/cmd/floorproxy)
+	floorPort     int
 	plainInfo     string // its line on starting: listener, GOMAXPROCS, Go version
 	edge          *bench.Proc
 	edgeBin       string
