@@ -102,8 +102,10 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if parked, err := t.park(req, c, slot); parked || err != nil {
 				return nil, err
 			}
-			// Answered at once: read here, as any request.
+			// Answered at once: read here, as any request, with a reader at once (the answer has
+			// begun: looking for it again would cost a system call).
 			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+			c.reader()
 			resp, err = c.afterSend(req, t.responseHeaderTimeout)
 		} else {
 			// A canceled request (the client went away) unblocks whatever the connection is doing.
@@ -146,12 +148,21 @@ func (c *inlineConn) body(resp *http.Response, stop func() bool, reusable bool) 
 const parkAfter = 50 * time.Millisecond
 
 func (t *InlineTransport) park(req *http.Request, c *inlineConn, slot *parkSlot) (parked bool, err error) {
-	if err := c.send(req); err != nil {
-		c.Close()
-		return false, err
-	}
 	c.SetReadDeadline(time.Now().Add(parkAfter))
-	if err := c.awaitReadable(); err == nil || !isTimeout(err) {
+	if raw, ok := c.plainSocket(); ok {
+		var sent bool
+		if sent, err = c.sendAndAwait(raw, req); !sent {
+			c.Close()
+			return false, err
+		}
+	} else {
+		if err := c.send(req); err != nil {
+			c.Close()
+			return false, err
+		}
+		err = c.awaitReadable()
+	}
+	if err == nil || !isTimeout(err) {
 		c.SetReadDeadline(time.Time{})
 		return false, nil // the answer (or the end of the connection) is read as any request's
 	}
@@ -231,6 +242,39 @@ func (c *inlineConn) afterSend(req *http.Request, headerTimeout time.Duration) (
 		}
 	}
 	return c.answer(req, headerTimeout)
+}
+
+// plainSocket is the connection's socket when it is a plain TCP connection: one whose
+// readiness to read is the answer's (nothing like TLS buffers bytes in between).
+func (c *inlineConn) plainSocket() (syscall.RawConn, bool) {
+	tc, ok := c.Conn.(*net.TCPConn)
+	if !ok {
+		return nil, false
+	}
+	raw, err := tc.SyscallConn()
+	return raw, err == nil
+}
+
+// sendAndAwait writes req on the socket raw and waits, reading nothing, until the answer
+// begins, the connection ends or the read deadline passes. The wait is armed before the request
+// goes out, so no read has to find the answer missing first: a peek that finds nothing, then one
+// that finds it, cost two system calls per held request. sent tells whether req went out.
+func (c *inlineConn) sendAndAwait(raw syscall.RawConn, req *http.Request) (sent bool, err error) {
+	var sendErr error
+	err = raw.Read(func(uintptr) bool {
+		if sent || sendErr != nil {
+			return true
+		}
+		// The poller's readiness was reset just before this call: an answer arriving from now on
+		// ends the wait that follows.
+		sendErr = c.send(req)
+		sent = sendErr == nil
+		return !sent
+	})
+	if sendErr != nil {
+		return false, sendErr
+	}
+	return sent, err
 }
 
 // answer reads the answer to the request sent last, within a read deadline already set.

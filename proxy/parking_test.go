@@ -73,8 +73,12 @@ func (c *heldCell) answer() {
 // parkingFront is a front with parking on a real listener, its runner proxy sending cell 2's
 // traffic to cell.
 func parkingFront(t *testing.T, cell *heldCell) (addr string, pk *Parking) {
+	return parkingFrontTo(t, cell.url)
+}
+
+func parkingFrontTo(t *testing.T, cell2 *url.URL) (addr string, pk *Parking) {
 	legacy, _ := url.Parse("http://127.0.0.1:9")
-	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell.url}}, nil)
+	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell2}}, nil)
 	pk = NewParking()
 	front.UseParking(pk)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -216,5 +220,36 @@ func TestPollAnsweredAtOnceNotParked(t *testing.T) {
 	defer pk.mu.Unlock()
 	if pk.total != 0 {
 		t.Errorf("%d polls answered at once were parked", pk.total)
+	}
+}
+
+// A poll the cell reads and then drops, on a connection it had kept alive, is not sent again
+// (it is a POST): the runner gets 502, and nothing stays parked.
+func TestHeldPollDroppedByTheCellIsNotSentTwice(t *testing.T) {
+	cellAddr, seen := flakyCell(t) // answers a connection's first request, drops its second
+	u, _ := url.Parse("http://" + cellAddr)
+	addr, pk := parkingFrontTo(t, u)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for i, want := range []int{http.StatusOK, http.StatusBadGateway} {
+		io.WriteString(conn, jobsRequest(t, ""))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("poll %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("poll %d: status %d, want %d", i, resp.StatusCode, want)
+		}
+	}
+	if n := seen(http.MethodPost); n != 2 {
+		t.Errorf("the cell read %d polls, want 2 (the dropped one never again)", n)
+	}
+	if n := pk.count(); n != 0 {
+		t.Errorf("%d polls parked", n)
 	}
 }
