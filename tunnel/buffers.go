@@ -14,9 +14,10 @@ const CopyBufferSize = 256 << 10
 
 // bulkBufferSize is what a copy that has filled its small buffer moves on with (pipe, and a
 // request body written to a stream): a window's worth, so a 10 MiB transfer is ten frames and
-// about as many system calls at each end. From 256 KiB to 1 MiB took 10 MiB downloads through
-// a tunnel from about 550 to 650-840 MB/s with every process on one CPU, where system calls
-// are most of the cost.
+// about as many system calls at each end. On this project's 2-CPU machine, a chain of two Go
+// TCP relays on one CPU moved 13% more with 1 MiB copies than with 256 KiB; through a tunnel,
+// uploads went from 430-511 to 555-787 MB/s once request bodies took bulk frames instead of
+// 32 KiB ones, and downloads stayed within the noise.
 const bulkBufferSize = DefaultStreamWindow
 
 // BufferPool is an httputil.BufferPool of CopyBufferSize buffers, for the reverse proxies on
