@@ -98,8 +98,8 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		var resp *http.Response
 		var stop func() bool
-		if _, socket := c.Conn.(syscall.Conn); socket && slot != nil && slot.wanted && t.holdUnbuffered {
-			if parked, err := t.park(req, c, slot); parked || err != nil {
+		if raw, socket := c.plainSocket(); socket && slot != nil && slot.wanted && t.holdUnbuffered {
+			if parked, err := t.park(req, c, raw, slot); parked || err != nil {
 				return nil, err
 			}
 			// Answered at once: read here, as any request, with a reader at once (the answer has
@@ -140,27 +140,20 @@ func (c *inlineConn) body(resp *http.Response, stop func() bool, reusable bool) 
 	return resp
 }
 
-// park sends the request and leaves its connection in the slot, waiting for the answer within
-// the response-header timeout, for a parked long poll's second pass to read.
 // parkAfter is how long a long poll's handler waits for the answer before it parks: most polls
 // are answered at once (a job waiting, a runner behind the queue), and taking the connection over
 // for those would only cost.
 const parkAfter = 50 * time.Millisecond
 
-func (t *InlineTransport) park(req *http.Request, c *inlineConn, slot *parkSlot) (parked bool, err error) {
+// park sends the request on c (its socket raw) and, when no answer began within parkAfter,
+// leaves the connection in the slot, waiting for the answer within the response-header timeout,
+// for a parked long poll's second pass to read.
+func (t *InlineTransport) park(req *http.Request, c *inlineConn, raw syscall.RawConn, slot *parkSlot) (parked bool, err error) {
 	c.SetReadDeadline(time.Now().Add(parkAfter))
-	if raw, ok := c.plainSocket(); ok {
-		var sent bool
-		if sent, err = c.sendAndAwait(raw, req); !sent {
-			c.Close()
-			return false, err
-		}
-	} else {
-		if err := c.send(req); err != nil {
-			c.Close()
-			return false, err
-		}
-		err = c.awaitReadable()
+	sent, err := c.sendAndAwait(raw, req)
+	if !sent {
+		c.Close()
+		return false, err
 	}
 	if err == nil || !isTimeout(err) {
 		c.SetReadDeadline(time.Time{})
@@ -262,8 +255,8 @@ func (c *inlineConn) plainSocket() (syscall.RawConn, bool) {
 func (c *inlineConn) sendAndAwait(raw syscall.RawConn, req *http.Request) (sent bool, err error) {
 	var sendErr error
 	err = raw.Read(func(uintptr) bool {
-		if sent || sendErr != nil {
-			return true
+		if sent {
+			return true // called again: the answer has begun
 		}
 		// The poller's readiness was reset just before this call: an answer arriving from now on
 		// ends the wait that follows.
@@ -439,8 +432,7 @@ func (c *inlineConn) alive() bool {
 			return false
 		}
 		_, err := c.reader().Peek(1)
-		var netErr net.Error
-		return errors.As(err, &netErr) && netErr.Timeout() && c.SetReadDeadline(time.Time{}) == nil
+		return isTimeout(err) && c.SetReadDeadline(time.Time{}) == nil
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {

@@ -106,9 +106,7 @@ func (p *parked) finish() {
 // gone: the runner closed its connection; the cell's request is closed with it, as a canceled
 // held poll's is.
 func (p *parked) gone() {
-	p.upstream.Close()
-	p.client.Close()
-	p.rec.cause = causeClientClosed
+	p.closeBoth()
 	p.end()
 }
 
@@ -122,22 +120,34 @@ func (p *parked) abandon() {
 // abandonNow ends a poll that could not be parked because the listener drains.
 func (p *parked) abandonNow() {
 	p.settled.Store(true)
+	p.closeBoth()
+	p.runTails()
+}
+
+// closeBoth closes the runner's connection and the cell's request, as for a runner gone.
+func (p *parked) closeBoth() {
 	p.upstream.Close()
 	p.client.Close()
 	p.rec.cause = causeClientClosed
-	for _, f := range p.tails {
-		f()
-	}
 }
 
 func (p *parked) end() {
-	for _, f := range p.tails {
-		f()
-	}
+	p.runTails()
 	p.parking.done(p)
 }
 
+func (p *parked) runTails() {
+	for _, f := range p.tails {
+		f()
+	}
+}
+
+// isTimeout tells a deadline passing. A connection's own error is asserted first: the reuse
+// check of every idle stream asks, and errors.As costs a reflection walk.
 func isTimeout(err error) bool {
+	if ne, ok := err.(net.Error); ok {
+		return ne.Timeout()
+	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -106,12 +106,20 @@ func (pk *Parking) count() int {
 // parkPoll sends a jobs/request on a new connection and waits until it is parked.
 func parkPoll(t *testing.T, addr string, pk *Parking) net.Conn {
 	t.Helper()
+	conn := runnerConn(t, addr)
+	io.WriteString(conn, jobsRequest(t, ""))
+	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+	return conn
+}
+
+// runnerConn is a runner's connection to the front at addr, closed when the test ends.
+func runnerConn(t *testing.T, addr string) net.Conn {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(conn, jobsRequest(t, ""))
-	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+	t.Cleanup(func() { conn.Close() })
 	return conn
 }
 
@@ -125,11 +133,7 @@ func jobsRequest(t *testing.T, extra string) string {
 func TestParkedPollAnsweredAndKeptAlive(t *testing.T) {
 	cell := newHeldCell(t)
 	addr, pk := parkingFront(t, cell)
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := runnerConn(t, addr)
 	br := bufio.NewReader(conn)
 	for round := range 2 {
 		io.WriteString(conn, jobsRequest(t, ""))
@@ -163,7 +167,6 @@ func TestParkedPollDrain(t *testing.T) {
 	cell := newHeldCell(t)
 	addr, pk := parkingFront(t, cell)
 	conn := parkPoll(t, addr, pk)
-	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	pk.Drain(ctx)
@@ -177,11 +180,7 @@ func TestParkedPollDrain(t *testing.T) {
 func TestConnectionCloseNotParked(t *testing.T) {
 	cell := newHeldCell(t)
 	addr, pk := parkingFront(t, cell)
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := runnerConn(t, addr)
 	io.WriteString(conn, jobsRequest(t, "Connection: close\r\n"))
 	poll.Until(t, 5*time.Second, "the cell holds the poll", func() bool { h, _ := cell.counts(); return h == 1 })
 	if n := pk.count(); n != 0 {
@@ -199,11 +198,7 @@ func TestPollAnsweredAtOnceNotParked(t *testing.T) {
 	cell := newHeldCell(t)
 	close(cell.release) // every poll answered at once
 	addr, pk := parkingFront(t, cell)
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := runnerConn(t, addr)
 	br := bufio.NewReader(conn)
 	for range 3 {
 		io.WriteString(conn, jobsRequest(t, ""))
@@ -229,11 +224,7 @@ func TestHeldPollDroppedByTheCellIsNotSentTwice(t *testing.T) {
 	cellAddr, seen := flakyCell(t) // answers a connection's first request, drops its second
 	u, _ := url.Parse("http://" + cellAddr)
 	addr, pk := parkingFrontTo(t, u)
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := runnerConn(t, addr)
 	br := bufio.NewReader(conn)
 	for i, want := range []int{http.StatusOK, http.StatusBadGateway} {
 		io.WriteString(conn, jobsRequest(t, ""))

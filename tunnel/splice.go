@@ -227,7 +227,16 @@ func (c *Conn) releaseHeld() {
 // heldIdleTimeout after an answer (the other edge takes a spliced connection that old for
 // expired anyway), until the session ends.
 func (c *Conn) reapSplices() {
-	t := time.NewTicker(c.server.opts.spliceReap)
+	c.every(c.server.opts.spliceReap, func() bool {
+		c.splice.CloseIdleConnections()
+		c.closeQuietHeld(c.server.opts.heldIdleTimeout)
+		return true
+	})
+}
+
+// every calls f every d until the session ends or f returns false.
+func (c *Conn) every(d time.Duration, f func() bool) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -235,8 +244,9 @@ func (c *Conn) reapSplices() {
 			return
 		case <-t.C:
 		}
-		c.splice.CloseIdleConnections()
-		c.closeQuietHeld(c.server.opts.heldIdleTimeout)
+		if !f() {
+			return
+		}
 	}
 }
 
@@ -334,14 +344,7 @@ func (c *Conn) startSweepLocked() {
 // keep-alive connection cannot be told to stop using it, but it sends nothing on one it is not
 // using. It stops when none is left or the session ends.
 func (c *Conn) sweepHeld() {
-	t := time.NewTicker(spliceSweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.session.CloseChan():
-			return
-		case <-t.C:
-		}
+	c.every(spliceSweep, func() bool {
 		c.server.mu.Lock()
 		left := len(c.held)
 		if left == 0 {
@@ -349,8 +352,9 @@ func (c *Conn) sweepHeld() {
 		}
 		c.server.mu.Unlock()
 		if left == 0 {
-			return
+			return false
 		}
 		c.closeQuietHeld(spliceQuiet)
-	}
+		return true
+	})
 }

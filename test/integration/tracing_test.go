@@ -45,22 +45,7 @@ tracing: {otlp_endpoint: "http://%s", protocol: grpc}
 	c.mu.Unlock()
 	c.waitHeld(t, "a1", c.edges[1], 15*time.Second)
 
-	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/agents/a1/proxy/%d/headers", apiBase(c.edges[0]), up.Port), nil)
-	req.Header = c.authHeader()
-	resp, err := c.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen headersAnswer
-	err = json.NewDecoder(resp.Body).Decode(&seen)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("through edge 0: %d %v", resp.StatusCode, err)
-	}
-	parts := strings.Split(seen.Header.Get("Traceparent"), "-")
-	if len(parts) != 4 {
-		t.Fatalf("the upstream got traceparent %q", seen.Header.Get("Traceparent"))
-	}
+	parts := upstreamTraceparent(t, c, 0, "a1", up.Port)
 	traceID, upstreamParent := parts[1], parts[2]
 
 	// The chain, from the upstream back to the entry: name (prefix), service, kind.
@@ -121,22 +106,7 @@ tracing: {otlp_endpoint: "http://%s", protocol: grpc}
 		parent     string
 		grandentry string
 	}{{1, "tunnel", "edge gitlab_api"}, {0, "edge peer", "edge gitlab_api"}} {
-		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/agents/a2/proxy/%d/headers", apiBase(c.edges[tc.via]), up2.Port), nil)
-		req.Header = c.authHeader()
-		resp, err := c.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var seen headersAnswer
-		err = json.NewDecoder(resp.Body).Decode(&seen)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("a2 through edge %d: %d %v", tc.via, resp.StatusCode, err)
-		}
-		parts := strings.Split(seen.Header.Get("Traceparent"), "-")
-		if len(parts) != 4 {
-			t.Fatalf("a2's upstream through edge %d got traceparent %q", tc.via, seen.Header.Get("Traceparent"))
-		}
+		parts := upstreamTraceparent(t, c, tc.via, "a2", up2.Port)
 		spans := col.WaitSpans(t, 15*time.Second, func(s []span) bool {
 			for _, sp := range s {
 				if sp.SpanID == parts[2] {
@@ -157,4 +127,27 @@ tracing: {otlp_endpoint: "http://%s", protocol: grpc}
 			t.Errorf("through edge %d: the client span's parent is %q, want %q", tc.via, server.Name, tc.grandentry)
 		}
 	}
+}
+
+// upstreamTraceparent sends a GET to agent's upstream port through edge via and returns the
+// four parts of the traceparent the upstream received.
+func upstreamTraceparent(t *testing.T, c *tunnelCluster, via int, agent string, port int) []string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/agents/%s/proxy/%d/headers", apiBase(c.edges[via]), agent, port), nil)
+	req.Header = c.authHeader()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen headersAnswer
+	err = json.NewDecoder(resp.Body).Decode(&seen)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s through edge %d: %d %v", agent, via, resp.StatusCode, err)
+	}
+	parts := strings.Split(seen.Header.Get("Traceparent"), "-")
+	if len(parts) != 4 {
+		t.Fatalf("%s's upstream through edge %d got traceparent %q", agent, via, seen.Header.Get("Traceparent"))
+	}
+	return parts
 }
