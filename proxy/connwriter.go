@@ -21,10 +21,37 @@ type connWriter struct {
 	written     int64
 	close       bool // Connection: close, and the connection closed after
 	err         error
+	sock        sockWriter
+}
+
+// sockWriter counts what reached the socket, so that an answer none of which did can still be
+// replaced by an error.
+type sockWriter struct {
+	c    net.Conn
+	sent int64
+}
+
+func (s *sockWriter) Write(b []byte) (int, error) {
+	n, err := s.c.Write(b)
+	s.sent += int64(n)
+	return n, err
 }
 
 func newConnWriter(c net.Conn, closeAfter bool) *connWriter {
-	return &connWriter{bw: bufio.NewWriterSize(c, 4<<10), header: http.Header{}, declared: -1, close: closeAfter}
+	w := &connWriter{header: http.Header{}, declared: -1, close: closeAfter, sock: sockWriter{c: c}}
+	w.bw = bufio.NewWriterSize(&w.sock, 4<<10)
+	return w
+}
+
+// discard drops an answer none of whose bytes reached the client, for an error to be written
+// instead (and the connection closed after it); false when some did.
+func (w *connWriter) discard() bool {
+	if w.sock.sent > 0 || w.err != nil {
+		return false
+	}
+	w.bw.Reset(&w.sock)
+	*w = connWriter{bw: w.bw, header: http.Header{}, declared: -1, close: true, sock: w.sock}
+	return true
 }
 
 func (w *connWriter) Header() http.Header { return w.header }

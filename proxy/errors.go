@@ -33,12 +33,17 @@ var (
 	errNotHere           = errors.New("holder answered not here")
 	errNoSplice          = errors.New("holder does not splice for this agent")
 	errSpliceExpired     = errors.New("spliced connection to the holder is past its age")
+	errPanicked          = errors.New("edge failed serving this request (contained; see its log)")
+	errAnswerCut         = errors.New("the cell's answer was cut short")
 )
 
 // statusClientClosed is nginx's 499: the client went away before the answer.
 const (
 	statusClientClosed = 499
 	causeClientClosed  = "client_closed"
+	// causeAnswerCut: the answer had begun when the cell or the client cut it; the connection closed.
+	causeAnswerCut = "answer_cut"
+	causePanic     = "panic"
 )
 
 // statusOf is the one place that maps an error to what the client sees, and the cause label
@@ -82,6 +87,10 @@ func statusOf(err error) (status int, cause string) {
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, ErrHopLimit):
 		return http.StatusLoopDetected, "hop_limit"
+	case errors.Is(err, errPanicked):
+		return http.StatusBadGateway, causePanic
+	case errors.Is(err, errAnswerCut):
+		return http.StatusBadGateway, causeAnswerCut
 	case errors.Is(err, ErrPeerNotAllowed):
 		return http.StatusBadGateway, "peer_not_allowed"
 	case errors.Is(err, context.Canceled):

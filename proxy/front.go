@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/tracing"
 )
 
@@ -25,6 +26,7 @@ type Front struct {
 	refusals refusals
 	tracer   *tracing.Tracer // nil: no spans
 	parking  *Parking        // nil: long polls are held by their handlers
+	guard    *guard.Guard    // nil: panics still contained, logged to standard error
 }
 
 // NewFront makes a front; Swap gives it its first route table.
@@ -41,6 +43,9 @@ func (f *Front) UseTracer(t *tracing.Tracer) { f.tracer = t }
 // UseParking parks held long polls of the public listener (see Parking); that listener must be
 // served through p.Listener.
 func (f *Front) UseParking(p *Parking) { f.parking = p }
+
+// UseGuard logs and counts the panics of requests (see serve) under g.
+func (f *Front) UseGuard(g *guard.Guard) { f.guard = g }
 
 // UseAccessLog writes access lines to l (a buffered output, say) instead of the front's log.
 func (f *Front) UseAccessLog(l *AccessLog) { f.access = l }
@@ -76,11 +81,12 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = m.err
 	}
+	abort := false
 	if err != nil {
 		f.refuse(rec, r, err, rt.errorWriter(m.kind))
 	} else {
 		upgrade(r.Header, m.kind.upgradeRule())
-		m.kind.spec().serve(rt, rec, r)
+		abort = f.serve(rt, rec, r, m.kind)
 	}
 	if p := rec.parked; p != nil {
 		p.then(func() { f.served(rt, rec, r, span, start) })
@@ -88,6 +94,43 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.served(rt, rec, r, span, start)
+	closeIfAborted(rec, abort)
+}
+
+// serve runs the route's handler. A panic ends this request alone, never the process: a crash
+// before anything was written is answered 502 (cause panic) and the connection closed after;
+// one after the answer began, or http.ErrAbortHandler (the answer cut short by the cell or the
+// client), means the connection must close without more: abort, done after the access line.
+func (f *Front) serve(rt *Routes, rec *recorder, r *http.Request, kind RouteKind) (abort bool) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		crashed := f.guard.Caught("request", v)
+		if crashed && rec.status == 0 && rec.ResponseWriter != nil {
+			rec.Header().Set("Connection", "close")
+			writeErr(rec, errPanicked)
+			return
+		}
+		if crashed {
+			rec.cause = causePanic
+		} else if rec.cause == "" {
+			rec.cause = causeAnswerCut
+		}
+		abort = true
+	}()
+	kind.spec().serve(rt, rec, r)
+	return false
+}
+
+// closeIfAborted closes the client's connection (an HTTP/2 stream is reset) when the request was
+// aborted, or when the client went away before any answer: net/http would otherwise make up an
+// empty 200 for a handler that wrote nothing.
+func closeIfAborted(rec *recorder, abort bool) {
+	if abort || (rec.status == 0 && rec.cause == causeClientClosed) {
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // served is the end of every request of the public listener: its refusal remembered, its span
@@ -135,12 +178,12 @@ func (f *Front) InternalHandler() http.Handler {
 		if err == nil {
 			err = RouteInternal.notConfigured(rt)
 		}
-		switch {
-		case err != nil:
+		abort := false
+		if err != nil {
 			f.refuse(rec, r, err, nil)
-		default:
+		} else {
 			upgrade(r.Header, RouteInternal.upgradeRule())
-			RouteInternal.spec().serve(rt, rec, r)
+			abort = f.serve(rt, rec, r, RouteInternal)
 		}
 		if rec.cause != "" && rec.cause != causeClientClosed {
 			f.refusals.add(rec, r)
@@ -151,6 +194,7 @@ func (f *Front) InternalHandler() http.Handler {
 		if rt.AccessLog {
 			f.logAccess(r.Context(), rec, r, start)
 		}
+		closeIfAborted(rec, abort)
 	})
 }
 

@@ -52,6 +52,9 @@ type inlineConn struct {
 	key    string
 	br     *bufio.Reader // while an answer is read; nil when idle
 	idleAt time.Time
+	// interim: a 1xx of the request in flight was passed on, so the cell saw it and the client
+	// knows: it is never sent again.
+	interim bool
 }
 
 // NewInlineTransport carries what it can inline and the rest with fallback, which must have a
@@ -121,7 +124,7 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// The cell closed a kept-alive connection as the request went out: only a request
 			// that is safe to send twice and has no body to replay goes again, once, on a new
 			// connection, as http.Transport does.
-			if reused && attempt == 0 && replayable(req) && closedByPeer(err) {
+			if reused && attempt == 0 && !c.interim && replayable(req) && closedByPeer(err) {
 				continue
 			}
 			return nil, err
@@ -186,8 +189,10 @@ func (t *InlineTransport) resume(req *http.Request, slot *parkSlot) (*http.Respo
 	return c.body(resp, stop, !resp.Close && !req.Close), nil
 }
 
+// replayable: a request safe to send twice, as http.Transport judges it, but never a job claim:
+// a jobs/request that reached the cell may have claimed a job, whatever its headers say.
 func replayable(req *http.Request) bool {
-	if req.Body != nil && req.Body != http.NoBody {
+	if req.Body != nil && req.Body != http.NoBody || req.URL.Path == jobsRequestPath {
 		return false
 	}
 	switch req.Method {
@@ -301,6 +306,7 @@ func (c *inlineConn) answer(req *http.Request, headerTimeout time.Duration) (*ht
 		}
 		// 1xx informational answers (103 Early Hints) go to the client as http.Transport passes
 		// them, through the trace ReverseProxy installs.
+		c.interim = true
 		if trace := httptrace.ContextClientTrace(req.Context()); trace != nil && trace.Got1xxResponse != nil {
 			if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
 				return nil, err
@@ -371,6 +377,7 @@ func (c *inlineConn) release(stop func() bool, reusable bool) {
 	c.br.Reset(nil)
 	c.t.readers.Put(c.br)
 	c.br = nil
+	c.interim = false
 	c.t.put(c)
 }
 

@@ -35,8 +35,9 @@ type parked struct {
 	upstream *inlineConn
 	rec      *recorder
 	// answer runs the reverse proxy's second pass: it reads the cell's answer through the slot
-	// and writes it to w.
-	answer func(w *recorder)
+	// and writes it to w, under ctx (the request's values, the answer's own end).
+	reqCtx context.Context
+	answer func(ctx context.Context, w *recorder)
 	tails  []func() // what the proxy and the front do at the end of a request, in order
 
 	settled    atomic.Bool
@@ -53,8 +54,12 @@ func (p *parked) start() {
 		p.abandonNow()
 		return
 	}
-	go p.watchClient()
-	go p.watchCell()
+	g := p.parking.guard
+	g.Go("parked_poll", p.watchClient)
+	go func() {
+		defer g.Recover("parked_poll", p.crashed)
+		p.watchCell()
+	}()
 }
 
 func (p *parked) watchCell() {
@@ -82,7 +87,13 @@ func (p *parked) watchClient() {
 	}
 }
 
-// finish writes the cell's answer to the client and gives the connection back.
+// answerBound is how long a parked poll's answer, once the cell has begun it, may take to be read
+// from the cell and written to the runner: a job's JSON or an empty 204, so a cell that stalls
+// mid-answer or a runner that stops reading is cut after it instead of holding both sockets.
+const answerBound = 30 * time.Second
+
+// finish writes the cell's answer to the client and gives the connection back. While it is
+// written, the runner's side is still watched: a runner gone mid-answer ends the cell's request.
 func (p *parked) finish() {
 	p.client.SetReadDeadline(time.Unix(1, 0))
 	<-p.clientDone
@@ -90,8 +101,18 @@ func (p *parked) finish() {
 	keep := len(p.pending) == 0 || !p.tls
 	w := newConnWriter(p.client, !keep || !p.parking.accepting())
 	p.rec.ResponseWriter = w
-	p.answer(p.rec)
-	if w.finish() && w.keepAlive() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.reqCtx), answerBound)
+	defer cancel()
+	p.client.SetWriteDeadline(time.Now().Add(answerBound))
+	watched := make(chan bool, 1)
+	p.parking.guard.Go("parked_poll", func() { watched <- p.watchDuringAnswer(cancel) })
+	completed := p.answerContained(ctx, w)
+	p.client.SetReadDeadline(time.Unix(1, 0))
+	moreBytes := <-watched
+	// Nothing written (the runner left as the answer began): the connection closes, with no
+	// answer made up for it.
+	if completed && p.rec.status != 0 && w.finish() && w.keepAlive() && !(moreBytes && p.tls) && ctx.Err() == nil {
+		p.client.SetDeadline(time.Time{})
 		var c net.Conn = p.client
 		if len(p.pending) > 0 {
 			c = &prefixedConn{Conn: p.client, prefix: bytes.NewReader(p.pending)}
@@ -100,6 +121,51 @@ func (p *parked) finish() {
 	} else {
 		p.client.Close()
 	}
+	p.end()
+}
+
+// watchDuringAnswer reads the runner's side while the answer is written: the end of the
+// connection cancels the answer; a byte (a next request, pipelined) is kept. True when a byte came.
+func (p *parked) watchDuringAnswer(cancel context.CancelFunc) bool {
+	var b [1]byte
+	n, err := p.client.Read(b[:])
+	if n > 0 {
+		p.pending = append(p.pending, b[0])
+		return true
+	}
+	if !isTimeout(err) {
+		cancel()
+	}
+	return false
+}
+
+// answerContained runs the reverse proxy's second pass. A panic in it ends this poll alone:
+// http.ErrAbortHandler (the answer cut short by the cell or the runner) or a crash is answered
+// 502 with its cause when none of the answer had reached the runner, and the connection closes.
+// False when the answer did not complete.
+func (p *parked) answerContained(ctx context.Context, w *connWriter) (completed bool) {
+	defer p.parking.guard.Recover("parked_poll", func(crashed bool) {
+		completed = false
+		p.upstream.Close()
+		err, cause := errAnswerCut, causeAnswerCut
+		if crashed {
+			err, cause = errPanicked, causePanic
+		}
+		if ctx.Err() == nil && w.discard() {
+			p.rec.status, p.rec.bytes = 0, 0
+			writeErr(p.rec, err)
+			completed = w.finish()
+		}
+		p.rec.cause = cause
+	})
+	p.answer(ctx, p.rec)
+	return true
+}
+
+// crashed ends a poll whose watch panicked: both connections are closed and the request ends.
+func (p *parked) crashed(bool) {
+	p.closeBoth()
+	p.rec.cause = causePanic
 	p.end()
 }
 
@@ -196,14 +262,14 @@ func (p *Proxy) pollJob(w *recorder, r *http.Request, rp *httputil.ReverseProxy,
 	}
 	// The request is out and its answer awaited. The second pass reads it; the server's context
 	// of the request ends with the handler, so the pass keeps only its values.
-	answer := func(rec *recorder) { rp.ServeHTTP(rec, r.WithContext(context.WithoutCancel(r.Context()))) }
+	answer := func(ctx context.Context, rec *recorder) { rp.ServeHTTP(rec, r.WithContext(ctx)) }
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
-		answer(w)
+		answer(r.Context(), w)
 		pl.end(w.status)
 		return false
 	}
-	pk := &parked{parking: w.parking, client: conn, upstream: slot.conn, rec: w, answer: answer, clientDone: make(chan struct{})}
+	pk := &parked{parking: w.parking, client: conn, upstream: slot.conn, rec: w, reqCtx: r.Context(), answer: answer, clientDone: make(chan struct{})}
 	_, pk.tls = conn.(*tls.Conn)
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"sync"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // errParked is the long-poll transport's answer to a request it sent and left waiting for its
@@ -19,6 +21,7 @@ var errParked = errors.New("proxy: long poll parked")
 // written through the same proxy path and the connection is handed back to the server for the
 // runner's next request (keep-alive), through Listener.
 type Parking struct {
+	guard    *guard.Guard
 	returned chan net.Conn
 	stop     chan struct{} // closed when the listener drains
 	mu       sync.Mutex
@@ -28,8 +31,8 @@ type Parking struct {
 	wg       sync.WaitGroup
 }
 
-func NewParking() *Parking {
-	return &Parking{returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
+func NewParking(g *guard.Guard) *Parking {
+	return &Parking{guard: g, returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
 }
 
 // accepting says whether a new poll may be parked (not once the listener drains).
@@ -84,7 +87,7 @@ func (pk *Parking) StopReturning() {
 func (pk *Parking) Drain(ctx context.Context) {
 	pk.StopReturning()
 	done := make(chan struct{})
-	go func() { pk.wg.Wait(); close(done) }()
+	go func() { pk.wg.Wait(); close(done) }() // guard: cannot panic
 	select {
 	case <-done:
 		return
@@ -105,7 +108,7 @@ func (pk *Parking) Drain(ctx context.Context) {
 // Listener yields ln's connections and those handed back after a parked poll's answer.
 func (pk *Parking) Listener(ln net.Listener) net.Listener {
 	l := &parkingListener{Listener: ln, pk: pk, accepted: make(chan acceptResult), closed: make(chan struct{})}
-	go l.pump()
+	pk.guard.Go("listener", l.pump)
 	return l
 }
 

@@ -79,7 +79,7 @@ func parkingFront(t *testing.T, cell *heldCell) (addr string, pk *Parking) {
 func parkingFrontTo(t *testing.T, cell2 *url.URL) (addr string, pk *Parking) {
 	legacy, _ := url.Parse("http://127.0.0.1:9")
 	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell2}}, nil)
-	pk = NewParking()
+	pk = NewParking(nil)
 	front.UseParking(pk)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tracing"
 )
@@ -45,6 +46,7 @@ type deps struct {
 	front  *proxy.Front
 	opts   Options
 	tracer *tracing.Tracer // nil: no spans
+	guard  *guard.Guard    // every goroutine a module starts runs under it
 }
 
 // edge is the modules of one process and the front door they add their routes to, with the
@@ -65,7 +67,11 @@ type edge struct {
 // the first route table in force. A new feature is one more line here.
 func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.Registry) (*edge, error) {
 	e := &edge{log: log}
-	d := deps{log: log, reg: reg, opts: opts}
+	g, err := guard.New(log, reg)
+	if err != nil {
+		return nil, err
+	}
+	d := deps{log: log, reg: reg, opts: opts, guard: g}
 	tracer, tracingModule, err := newTracing(cfg, opts.Build)
 	if err != nil {
 		return nil, err
@@ -76,6 +82,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 		return nil, err
 	}
 	e.front = proxy.NewFront(log, r.metrics)
+	e.front.UseGuard(g)
 	e.front.UseTracer(tracer)
 	d.front = e.front
 	agents, err := newAgents(cfg, d)
