@@ -1,0 +1,206 @@
+package integration
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The upstream faults of the matrix: what a cell does instead of (or in the middle of) its answer.
+const (
+	upNone           = "none"             // a whole answer
+	upCloseStatus    = "close-status"     // part of the status line, then FIN
+	upResetStatus    = "reset-status"     // part of the status line, then RST
+	upCloseHeaders   = "close-headers"    // the status line and part of the headers, then FIN
+	upResetHeaders   = "reset-headers"    // the same, then RST
+	upCloseFirstByte = "close-first-byte" // the head and one byte of the body, then FIN
+	upCloseMidBody   = "close-mid-body"   // half the body, then FIN
+	upResetMidBody   = "reset-mid-body"   // half the body, then RST
+	upCloseLastChunk = "close-last-chunk" // a chunked answer without its last chunk, then FIN
+	upStall          = "stall"            // nothing at all, past every timeout
+	upStallMidBody   = "stall-mid-body"   // the head and half the body, then nothing
+	upExtraBytes     = "extra-bytes"      // a whole answer, then bytes nobody asked for
+	upInterimClose   = "interim-close"    // a 103, then FIN
+)
+
+var upstreamFaults = []string{upNone, upCloseStatus, upResetStatus, upCloseHeaders, upResetHeaders,
+	upCloseFirstByte, upCloseMidBody, upResetMidBody, upCloseLastChunk, upStall, upStallMidBody,
+	upExtraBytes, upInterimClose}
+
+// faultCell is a cell that writes HTTP by hand: each request says, in headers edge passes on
+// unchanged, its case (X-Case), the fault to commit (X-Fault), how long to hold it first (X-Hold,
+// ms) and the answer's form (X-Answer: chunked, big). It counts the requests of each case and
+// keeps its connections, to close them between cases.
+type faultCell struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	seen  map[string]int
+	conns map[net.Conn]struct{}
+	stop  chan struct{}
+}
+
+func newFaultCell(t *testing.T) *faultCell {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &faultCell{ln: ln, seen: map[string]int{}, conns: map[net.Conn]struct{}{}, stop: make(chan struct{})}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.conns[conn] = struct{}{}
+			c.mu.Unlock()
+			go c.serve(conn)
+		}
+	}()
+	t.Cleanup(func() { close(c.stop); ln.Close(); c.closeConns() })
+	return c
+}
+
+func (c *faultCell) url() string { return "http://" + c.ln.Addr().String() }
+
+func (c *faultCell) count(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[id]
+}
+
+// closeConns ends every connection edge holds to the cell, so that a case starts on new ones.
+func (c *faultCell) closeConns() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for conn := range c.conns {
+		conn.Close()
+		delete(c.conns, conn)
+	}
+}
+
+func (c *faultCell) serve(conn net.Conn) {
+	defer func() {
+		conn.Close()
+		c.mu.Lock()
+		delete(c.conns, conn)
+		c.mu.Unlock()
+	}()
+	br := bufio.NewReader(conn)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return
+		}
+		id := req.Header.Get("X-Case")
+		c.mu.Lock()
+		c.seen[id]++
+		c.mu.Unlock()
+		if ms, _ := strconv.Atoi(req.Header.Get("X-Hold")); ms > 0 {
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-c.stop:
+				return
+			}
+		}
+		if !c.answer(conn, req, id) {
+			return
+		}
+	}
+}
+
+// caseBody is the whole answer's body for a case: the client checks it got its own.
+func caseBody(id string) string { return `{"case":"` + id + `","pad":"` + strings.Repeat("p", 64) + `"}` }
+
+const bigAnswer = 4 << 20
+
+// answer writes the case's answer or fault; false when the connection is done.
+func (c *faultCell) answer(conn net.Conn, req *http.Request, id string) bool {
+	body := caseBody(id)
+	if req.Header.Get("X-Answer") == "big" {
+		body = strings.Repeat("b", bigAnswer)
+	}
+	chunked := req.Header.Get("X-Answer") == "chunked"
+	head := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	if chunked {
+		head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+	}
+	whole := func() {
+		if !chunked {
+			io.WriteString(conn, head+body)
+			return
+		}
+		half := len(body) / 2
+		io.WriteString(conn, head+chunk(body[:half])+chunk(body[half:])+"0\r\n\r\n")
+	}
+	reset := func() {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+	}
+	half := len(body) / 2
+	switch req.Header.Get("X-Fault") {
+	case upCloseStatus:
+		io.WriteString(conn, "HTTP/1.1 2")
+		return false
+	case upResetStatus:
+		io.WriteString(conn, "HTTP/1.1 2")
+		reset()
+		return false
+	case upCloseHeaders:
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: appl")
+		return false
+	case upResetHeaders:
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: appl")
+		reset()
+		return false
+	case upCloseFirstByte:
+		io.WriteString(conn, head+firstPart(body[:1], chunked))
+		return false
+	case upCloseMidBody:
+		io.WriteString(conn, head+firstPart(body[:half], chunked))
+		return false
+	case upResetMidBody:
+		io.WriteString(conn, head+firstPart(body[:half], chunked))
+		reset()
+		return false
+	case upCloseLastChunk:
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+chunk(body[:half])+chunk(body[half:]))
+		return false
+	case upStall:
+		io.Copy(io.Discard, conn) // until edge gives up and closes, or the case ends
+		return false
+	case upStallMidBody:
+		io.WriteString(conn, head+firstPart(body[:half], chunked))
+		io.Copy(io.Discard, conn)
+		return false
+	case upExtraBytes:
+		whole()
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{\"case\":\"evil\"}")
+		return true
+	case upInterimClose:
+		io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
+		return false
+	}
+	whole()
+	return true
+}
+
+func chunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
+
+func firstPart(s string, chunked bool) string {
+	if chunked {
+		return chunk(s)
+	}
+	return s
+}

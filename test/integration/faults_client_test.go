@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The client faults of the matrix: what a client does instead of waiting for its answer.
+const (
+	cliNone             = "none"
+	cliResetSendingBody = "reset-sending-body" // Content-Length promised, part of the body, then RST
+	cliHalfCloseHeld    = "half-close-held"    // the request, then FIN while the cell holds it
+	cliResetHeld        = "reset-held"         // the request, then RST while the cell holds it
+	cliStopReading      = "stop-reading"       // a 4 MiB answer the client does not read, then RST
+	cliPipelined        = "pipelined"          // a second request behind the first, held one
+)
+
+var clientFaults = []string{cliResetSendingBody, cliHalfCloseHeld, cliResetHeld, cliStopReading, cliPipelined}
+
+// faultPath is one way bytes cross edge to a cell, as the matrix drives it by hand.
+type faultPath struct {
+	name   string
+	method string
+	target string
+	body   string
+	hold   int    // ms the cell holds every request of the path before its answer
+	answer string // the answer's form: "" (Content-Length) or "chunked"
+	once   bool   // a body or a job claim: never sent twice, whatever the fault
+}
+
+// faultRequest is one request of a case, written by hand.
+type faultRequest struct {
+	id, fault, answer string
+	hold              int
+}
+
+func (p faultPath) bytes(r faultRequest, declared int, body string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: edge.test\r\nUser-Agent: gitlab-runner 17.11.0 (faults)\r\n", p.method, p.target)
+	fmt.Fprintf(&b, "X-Case: %s\r\nX-Request-Id: %s\r\nX-Fault: %s\r\nX-Hold: %d\r\n", r.id, r.id, r.fault, r.hold)
+	if r.answer != "" {
+		fmt.Fprintf(&b, "X-Answer: %s\r\n", r.answer)
+	}
+	if p.method == http.MethodPost {
+		fmt.Fprintf(&b, "Content-Type: application/json\r\nContent-Length: %d\r\n", declared)
+	}
+	b.WriteString("\r\n")
+	b.WriteString(body)
+	return b.String()
+}
+
+// clientResult is what a client saw of one answer.
+type clientResult struct {
+	status   int    // 0: no answer at all
+	interims int    // 1xx answers before it
+	body     string // what was read of the body
+	bodyErr  error  // nil when the body was read whole
+	closed   bool   // the connection ended after it (or instead of it)
+}
+
+// readAnswer reads one answer (after its 1xx) from br within patience.
+func readAnswer(conn net.Conn, br *bufio.Reader, patience time.Duration) clientResult {
+	conn.SetReadDeadline(time.Now().Add(patience))
+	var r clientResult
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			r.closed = !isTimeoutErr(err)
+			return r
+		}
+		if resp.StatusCode < 200 {
+			r.interims++
+			continue
+		}
+		r.status = resp.StatusCode
+		b, err := io.ReadAll(resp.Body)
+		r.body, r.bodyErr = string(b), err
+		if err != nil {
+			r.closed = !isTimeoutErr(err)
+		} else if resp.Close {
+			r.closed = true
+		}
+		return r
+	}
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// endsWithoutAnswer reads until the connection ends within patience: true when it ended and no
+// byte came (the right end for a client that gave up on its request).
+func endsWithoutAnswer(conn net.Conn, patience time.Duration) (bool, string) {
+	conn.SetReadDeadline(time.Now().Add(patience))
+	b, err := io.ReadAll(conn)
+	return err == nil && len(b) == 0, string(b)
+}
+
+func reset(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+func holdOf(p faultPath, atLeast int) int { return max(p.hold, atLeast) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
