@@ -26,7 +26,8 @@ func DefaultHealth() HealthCheck {
 }
 
 // CellHealth is the check of cells[i]: its own block over the top-level one over DefaultHealth;
-// nil when neither block is set (the cell is never checked, only ejected on failed connections).
+// nil when neither block is set (the cell is never checked: passive evidence ejects its addresses
+// but never takes it down).
 func (c *Config) CellHealth(i int) *HealthCheck {
 	own := c.Cells[i].Health
 	if own == nil && c.Health == nil {

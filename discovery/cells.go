@@ -20,7 +20,8 @@ type Cell struct {
 	Ranges []IDRange
 	// PreserveHost sends the client's Host header to the cell; otherwise the cell's own.
 	PreserveHost bool
-	// Check is the cell's active health check; nil: none (connection failures still eject).
+	// Check is the cell's active health check; nil: none (passive evidence still ejects addresses,
+	// but never takes the cell down).
 	Check *Check
 }
 

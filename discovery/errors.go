@@ -16,6 +16,8 @@ var (
 	ErrRegistryDraining = errors.New("discovery: agent registry draining")
 	// ErrBadRegistryOptions is wrapped by every NewMemoryRegistry / NewRedisRegistry validation error.
 	ErrBadRegistryOptions = errors.New("discovery: bad registry options")
+	// ErrBadHealthOptions is wrapped by every NewHealth validation error.
+	ErrBadHealthOptions = errors.New("discovery: bad health options")
 	// ErrInvalidID is wrapped when an agent, project or connection id cannot be valid.
 	ErrInvalidID = errors.New("discovery: invalid agent, project or connection id")
 )

@@ -2,8 +2,10 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -23,45 +25,47 @@ type Check struct {
 	HealthyAfter, UnhealthyAfter int
 }
 
-// Ejection back-off: a connection failure takes an address out for ejectBase, doubled for each
-// further failure in a row up to ejectMax; an answer or a passing check ends the streak.
-const (
-	ejectBase = time.Second
-	ejectMax  = 30 * time.Second
-)
-
 // Address is one address of a cell and what edge knows of its health. It is safe for concurrent
 // use; the request path reads it without locks.
 type Address struct {
 	URL         *url.URL
 	label       string
 	checkedDown atomic.Bool  // failed UnhealthyAfter checks in a row, until HealthyAfter pass
-	ejected     atomic.Int64 // unix nanoseconds until which it is out; 0: never ejected
-	failures    atomic.Int32 // connection failures in a row
+	ejected     atomic.Int64 // unix nanoseconds until which passive evidence has it out; 0: never
+	ejectedBy   atomic.Int32 // the Evidence of the latest ejection
+	ejections   atomic.Int32 // ejections in a row, with no answer or passing check between
+	gateway     atomic.Int32 // gateway failures in a row, with no answer between
 	outstanding atomic.Int64 // requests in flight
 	nextCheck   atomic.Int64 // unix nanoseconds of the next active check; 0: none planned
 	passes      int          // check streaks: only the checker touches them
 	fails       int
 }
 
-// usable tells whether requests may go to the address at now (unix nanoseconds, read only when
-// the address was ever ejected).
-func (a *Address) usable(now func() int64) bool {
-	if a.checkedDown.Load() {
-		return false
-	}
+// usable tells whether the address has no evidence against it: its checks do not hold it down
+// and no ejection is in force.
+func (a *Address) usable() bool {
+	return !a.checkedDown.Load() && !a.ejectedNow()
+}
+
+// ejectedNow tells whether passive evidence has the address out now (the clock is read only
+// when it was ever ejected).
+func (a *Address) ejectedNow() bool {
 	until := a.ejected.Load()
-	return until == 0 || now() >= until
+	return until != 0 && time.Now().UnixNano() < until
 }
 
 // Begin and End bracket a request to the address (least outstanding requests picks by them).
 func (a *Address) Begin() { a.outstanding.Add(1) }
 func (a *Address) End()   { a.outstanding.Add(-1) }
 
-// Answered records an answer, whatever its status: the connection-failure streak ends.
+// Answered records an answer, whatever its status: the gateway-failure streak and the
+// back-off's streak end (an ejection in force runs its course).
 func (a *Address) Answered() {
-	if a.failures.Load() != 0 {
-		a.failures.Store(0)
+	if a.gateway.Load() != 0 {
+		a.gateway.Store(0)
+	}
+	if a.ejections.Load() != 0 {
+		a.ejections.Store(0)
 	}
 }
 
@@ -70,38 +74,49 @@ func (a *Address) String() string { return a.label }
 
 // CellHealth is the health of one cell's addresses.
 type CellHealth struct {
-	ID        uint64
-	Addrs     []*Address
-	check     *Check
-	key       string
-	next      atomic.Uint32
-	ejections prometheus.Counter
-	log       *slog.Logger
-	stop      context.CancelFunc // of its checks while in force
-	recent    recent
+	ID           uint64
+	Addrs        []*Address
+	check        *Check
+	key          string
+	next         atomic.Uint32
+	gatewayLimit int32 // gateway failures in a row that eject
+	ejections    [evidenceKinds]prometheus.Counter
+	log          *slog.Logger
+	stop         context.CancelFunc // of its checks while in force
+	recent       recent
 }
 
-func nowNano() int64 { return time.Now().UnixNano() }
-
-// Pick is the usable address with the fewest requests in flight (ties taken in turn), skipping
-// those in tried; nil when none is usable.
+// Pick is the address with the fewest requests in flight (ties taken in turn) among those with
+// no evidence against them, skipping those in tried. When passive evidence has every address
+// out that the checks do not hold down, it is the one with the fewest in flight among those
+// anyway: passive evidence never leaves a cell without an address (edge dials it, as Envoy does
+// below its panic threshold). Nil only when the checks hold down every address not in tried.
 func (c *CellHealth) Pick(tried ...*Address) *Address {
 	if len(c.Addrs) == 1 && len(tried) == 0 {
-		if a := c.Addrs[0]; a.usable(nowNano) {
+		if a := c.Addrs[0]; !a.checkedDown.Load() {
 			return a
 		}
 		return nil
 	}
-	var best *Address
+	var best, ejected *Address
 	start := int(c.next.Add(1))
 	for i := range c.Addrs {
 		a := c.Addrs[(start+i)%len(c.Addrs)]
-		if !a.usable(nowNano) || contains(tried, a) {
+		if a.checkedDown.Load() || contains(tried, a) {
+			continue
+		}
+		if a.ejectedNow() {
+			if ejected == nil || a.outstanding.Load() < ejected.outstanding.Load() {
+				ejected = a
+			}
 			continue
 		}
 		if best == nil || a.outstanding.Load() < best.outstanding.Load() {
 			best = a
 		}
+	}
+	if best == nil {
+		return ejected
 	}
 	return best
 }
@@ -115,61 +130,65 @@ func contains(list []*Address, a *Address) bool {
 	return false
 }
 
-// Up tells whether any address is usable.
+// Up tells whether edge sends the cell's requests anywhere: some address is not held down by
+// its checks. Passive ejection alone never makes a cell down (see Pick).
 func (c *CellHealth) Up() bool {
 	for _, a := range c.Addrs {
-		if a.usable(nowNano) {
+		if !a.checkedDown.Load() {
 			return true
 		}
 	}
 	return false
 }
 
-// RetryAfter is how long until an address of the cell may be usable again: its ejection's end,
-// or, when a check holds it down, its next check. At least a second.
-func (c *CellHealth) RetryAfter() time.Duration {
-	now := time.Now().UnixNano()
-	var soonest int64
+// Degraded tells whether the cell is up only through addresses passive evidence has out: every
+// address its checks do not hold down is ejected, and edge dials them anyway.
+func (c *CellHealth) Degraded() bool {
+	up := false
 	for _, a := range c.Addrs {
-		at := a.ejected.Load()
 		if a.checkedDown.Load() {
-			at = max(at, a.nextCheck.Load())
+			continue
 		}
-		if soonest == 0 || at < soonest {
-			soonest = at
+		if !a.ejectedNow() {
+			return false
 		}
+		up = true
 	}
-	return max(time.Duration(soonest-now), time.Second)
+	return up
 }
 
-// Eject takes the address out after a connection failure, for a back-off that grows while the
-// failures go on. The failures of requests that were in flight together count once: an address
-// already out stays out as long as it was.
-func (c *CellHealth) Eject(a *Address) {
-	if a.ejected.Load() > time.Now().UnixNano() {
-		return
+// RetryAfter is how long until an address of a cell that is not up may be usable again: the
+// soonest next check of an address its checks hold down (only checks take a cell down). At least
+// a second.
+func (c *CellHealth) RetryAfter() time.Duration {
+	now := time.Now().UnixNano()
+	soonest := int64(math.MaxInt64)
+	for _, a := range c.Addrs {
+		at := now
+		if a.checkedDown.Load() {
+			at = a.nextCheck.Load()
+		}
+		soonest = min(soonest, at)
 	}
-	n := a.failures.Add(1)
-	backoff := ejectMax
-	if n <= 6 {
-		backoff = min(ejectBase<<(n-1), ejectMax)
-	}
-	a.ejected.Store(time.Now().Add(backoff).UnixNano())
-	c.ejections.Inc()
-	c.log.Warn("cell address ejected after a connection failure", "cell", c.ID, "address", a.label,
-		"failures_in_a_row", n, "for", backoff)
+	return max(time.Duration(soonest-now), time.Second)
 }
 
 // Checked reports whether the cell has active checks.
 func (c *CellHealth) Checked() bool { return c.check != nil }
 
-// AddressState is one address as the status page shows it.
+// AddressState is one address as the status page shows it. Up: no evidence against it (its
+// checks pass or there are none, and no ejection is in force). An ejected address may still be
+// sent requests, as the last one its cell has (CellHealth.Pick).
 type AddressState struct {
 	URL          string    `json:"url"`
 	Up           bool      `json:"up"`
 	CheckedDown  bool      `json:"checked_down"`
 	EjectedUntil time.Time `json:"ejected_until,omitzero"`
-	InFlight     int64     `json:"in_flight"`
+	// EjectedBy is the evidence of the ejection in force: "connect" or "gateway"; empty when none.
+	EjectedBy string `json:"ejected_by,omitempty"`
+	// GatewayFailures are the resets and EOFs after a request went out since the last answer.
+	GatewayFailures int   `json:"gateway_failures"`
+	InFlight        int64 `json:"in_flight"`
 }
 
 // State is every address of the cell as it stands now.
@@ -177,9 +196,11 @@ func (c *CellHealth) State() []AddressState {
 	now := time.Now().UnixNano()
 	out := make([]AddressState, 0, len(c.Addrs))
 	for _, a := range c.Addrs {
-		s := AddressState{URL: a.label, Up: a.usable(nowNano), CheckedDown: a.checkedDown.Load(), InFlight: a.outstanding.Load()}
+		s := AddressState{URL: a.label, Up: a.usable(), CheckedDown: a.checkedDown.Load(),
+			GatewayFailures: int(a.gateway.Load()), InFlight: a.outstanding.Load()}
 		if until := a.ejected.Load(); until > now {
 			s.EjectedUntil = time.Unix(0, until).UTC()
+			s.EjectedBy = Evidence(a.ejectedBy.Load()).String()
 		}
 		out = append(out, s)
 	}
@@ -192,23 +213,34 @@ type HealthOptions struct {
 	Log        *slog.Logger
 	// Transport carries the checks; nil: a transport of its own.
 	Transport http.RoundTripper
+	// GatewayFailures is how many gateway failures in a row eject an address; 0:
+	// DefaultGatewayFailures.
+	GatewayFailures int
 }
 
 // Health keeps the health of every cell across config reloads and runs their active checks.
 type Health struct {
-	mu        sync.Mutex
-	inForce   map[uint64]*CellHealth
-	runCtx    context.Context // nil until Run
-	client    *http.Client
-	log       *slog.Logger
-	ejections *prometheus.CounterVec
-	cellUp    *prometheus.Desc
-	addrUp    *prometheus.Desc
+	mu           sync.Mutex
+	inForce      map[uint64]*CellHealth
+	runCtx       context.Context // nil until Run
+	client       *http.Client
+	log          *slog.Logger
+	gatewayLimit int32
+	ejections    *prometheus.CounterVec
+	cellUp       *prometheus.Desc
+	addrUp       *prometheus.Desc
 }
 
+// NewHealth validates o (errors wrap ErrBadHealthOptions) and registers the metrics.
 func NewHealth(o HealthOptions) (*Health, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case o.GatewayFailures == 0:
+		o.GatewayFailures = DefaultGatewayFailures
+	case o.GatewayFailures < 0 || o.GatewayFailures > math.MaxInt32:
+		return nil, fmt.Errorf("%w: gateway failures %d, want 1 or more", ErrBadHealthOptions, o.GatewayFailures)
 	}
 	if o.Transport == nil {
 		o.Transport = &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute, DisableCompression: true}
@@ -217,13 +249,14 @@ func NewHealth(o HealthOptions) (*Health, error) {
 		inForce: map[uint64]*CellHealth{},
 		client: &http.Client{Transport: o.Transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		log: o.Log,
+		log:          o.Log,
+		gatewayLimit: int32(o.GatewayFailures),
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_cell_ejections_total",
-			Help: "Addresses of a cell taken out after a connection failure.",
-		}, []string{"cell"}),
-		cellUp: prometheus.NewDesc("edge_cell_up", "1 when the cell has a usable address, 0 when none.", []string{"cell"}, nil),
-		addrUp: prometheus.NewDesc("edge_cell_address_up", "1 when the address is usable (checks pass, not ejected), 0 when not.", []string{"cell", "address"}, nil),
+			Help: "Addresses of a cell taken out by passive evidence: connect (a connect refused or timed out) or gateway (resets or EOFs after requests went out, several in a row).",
+		}, []string{"cell", "evidence"}),
+		cellUp: prometheus.NewDesc("edge_cell_up", "1 while edge sends the cell's requests (an address its checks do not hold down, ejected or not), 0 when its checks hold every address down (503 cell_unavailable).", []string{"cell"}, nil),
+		addrUp: prometheus.NewDesc("edge_cell_address_up", "1 when nothing is against the address (checks pass, not ejected), 0 when not.", []string{"cell", "address"}, nil),
 	}
 	if o.Registerer != nil {
 		for _, c := range []prometheus.Collector{h.ejections, h} {
@@ -253,7 +286,10 @@ func (h *Health) Cell(id uint64, urls []*url.URL, check *Check) *CellHealth {
 		return c
 	}
 	label := strconv.FormatUint(id, 10)
-	c := &CellHealth{ID: id, check: check, key: key.String(), ejections: h.ejections.WithLabelValues(label), log: h.log}
+	c := &CellHealth{ID: id, check: check, key: key.String(), gatewayLimit: h.gatewayLimit, log: h.log}
+	for e := EvidenceConnect; e < evidenceKinds; e++ {
+		c.ejections[e] = h.ejections.WithLabelValues(label, e.String())
+	}
 	for _, u := range urls {
 		c.Addrs = append(c.Addrs, &Address{URL: u, label: u.String()})
 	}
@@ -273,7 +309,7 @@ func (h *Health) Use(cells []*CellHealth) {
 		if next[id] != c {
 			c.stopChecks()
 			if _, kept := next[id]; !kept {
-				h.ejections.DeleteLabelValues(strconv.FormatUint(id, 10))
+				h.ejections.DeletePartialMatch(prometheus.Labels{"cell": strconv.FormatUint(id, 10)})
 			}
 		}
 	}
@@ -365,14 +401,15 @@ func (c *CellHealth) probe(ctx context.Context, client *http.Client, a *Address)
 	return resp.StatusCode >= 200 && resp.StatusCode < 300
 }
 
-// record moves an address up after HealthyAfter passes in a row (ending any ejection), down
-// after UnhealthyAfter failures in a row.
+// record moves an address up after HealthyAfter passes in a row, down after UnhealthyAfter
+// failures in a row. A pass ends any ejection and the passive streaks.
 func (c *CellHealth) record(a *Address, passed bool) {
 	if passed {
 		a.passes, a.fails = a.passes+1, 0
-		if a.ejected.Load() != 0 || a.failures.Load() != 0 {
+		if a.ejected.Load() != 0 || a.ejections.Load() != 0 || a.gateway.Load() != 0 {
 			a.ejected.Store(0)
-			a.failures.Store(0)
+			a.ejections.Store(0)
+			a.gateway.Store(0)
 		}
 		if a.checkedDown.Load() && a.passes >= c.check.HealthyAfter {
 			a.checkedDown.Store(false)
@@ -402,7 +439,7 @@ func (h *Health) Collect(ch chan<- prometheus.Metric) {
 		label := strconv.FormatUint(id, 10)
 		ch <- prometheus.MustNewConstMetric(h.cellUp, prometheus.GaugeValue, boolValue(c.Up()), label)
 		for _, a := range c.Addrs {
-			ch <- prometheus.MustNewConstMetric(h.addrUp, prometheus.GaugeValue, boolValue(a.usable(nowNano)), label, a.label)
+			ch <- prometheus.MustNewConstMetric(h.addrUp, prometheus.GaugeValue, boolValue(a.usable()), label, a.label)
 		}
 	}
 }

@@ -13,13 +13,16 @@ import (
 	"gitlab.com/edge/edge/discovery"
 )
 
-// ErrCellUnavailable is a cell with no usable address: answered at once, without a dial.
+// ErrCellUnavailable is a cell whose checks hold every address down: answered at once, without
+// a dial.
 var ErrCellUnavailable = errors.New("no healthy address")
 
-// addressTransport carries a cell's requests to one of its addresses. A connection failure
-// (refused, connect timeout, reset before any answer) ejects the address; a request that never
-// reached it and has no body goes to another usable address of the same cell, so a jobs/request
-// or any request with a body is never sent twice.
+// addressTransport carries a cell's requests to one of its addresses and tells the cell's health
+// what became of them (discovery/health_passive.go). A connect refused or timed out ejects the
+// address at once; a reset or EOF after the request went out is a gateway failure, which ejects
+// only when enough come in a row; an answer of any status ends that streak. A request that never
+// reached the address and has no body goes to another address of the same cell, so a
+// jobs/request or any request with a body is never sent twice.
 type addressTransport struct {
 	base http.RoundTripper
 	cell *discovery.CellHealth
@@ -35,11 +38,17 @@ func (t *addressTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			addr.Answered()
 			return resp, nil
 		}
-		if req.Context().Err() != nil || !connectionFailure(err) {
+		if req.Context().Err() != nil {
 			return nil, err
 		}
-		t.cell.Eject(addr)
-		if !neverReached(err) || (req.Body != nil && req.Body != http.NoBody) || req.URL.Path == jobsRequestPath {
+		if !neverReached(err) {
+			if gatewayFailure(err) {
+				t.cell.GatewayFailed(addr)
+			}
+			return nil, err
+		}
+		t.cell.ConnectFailed(addr)
+		if (req.Body != nil && req.Body != http.NoBody) || req.URL.Path == jobsRequestPath {
 			return nil, err
 		}
 		tried = append(tried, addr)
@@ -55,20 +64,21 @@ func (t *addressTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 }
 
-// connectionFailure is a failure of the connection itself, not an answer: a 5xx is an answer.
-func connectionFailure(err error) bool {
-	return neverReached(err) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF)
+// gatewayFailure is the connection ending after the request went out, before any answer: a
+// 5xx is an answer.
+func gatewayFailure(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// neverReached: no connection was made, so the cell saw nothing of the request.
+// neverReached: no connection was made (refused, or the connect timed out), so the cell saw
+// nothing of the request.
 func neverReached(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// cellUnavailable answers a request for a cell none of whose addresses is usable: 503 at once,
-// with Retry-After the seconds until one may be.
+// cellUnavailable answers a request for a cell whose checks hold every address down: 503 at
+// once, with Retry-After the seconds until the next check.
 func (p *Proxy) cellUnavailable(w *recorder, t *target) {
 	secs := int((t.health.RetryAfter() + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))

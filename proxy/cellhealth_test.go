@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,31 +15,6 @@ import (
 
 	"gitlab.com/edge/edge/discovery"
 )
-
-// A dead cell's address is ejected by the first failed connection; the next request is answered
-// 503 cell_unavailable with Retry-After, and the cell is not dialled again.
-func TestDeadCellAnswered503WithoutDial(t *testing.T) {
-	f := newFixture(t, nil)
-	f.cells[1].srv.Close()
-	ask := func() (*http.Response, []byte) {
-		return do(t, newReq(t, "GET", f.front.URL+"/api/v4/runners/router/discovery", nil, "RUNNER-TOKEN", routable(t, 2)))
-	}
-	if resp, body := ask(); resp.StatusCode != http.StatusBadGateway {
-		t.Fatalf("first request: %d %s, want 502 (it found the cell dead)", resp.StatusCode, body)
-	}
-	for range 5 {
-		resp, body := ask()
-		var e struct{ Error, Message string }
-		_ = json.Unmarshal(body, &e)
-		secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-		if resp.StatusCode != http.StatusServiceUnavailable || e.Error != "cell_unavailable" || !strings.Contains(e.Message, "cell 2") || err != nil || secs < 1 {
-			t.Fatalf("got %d %s Retry-After %q, want 503 cell_unavailable naming cell 2 with Retry-After", resp.StatusCode, body, resp.Header.Get("Retry-After"))
-		}
-	}
-	if n := f.proxy.metrics.upstreamErrors.WithLabelValues("2", "connection_refused"); counterValue(t, n) != 1 {
-		t.Errorf("connection refused %v times, want once: the ejected cell was dialled again", counterValue(t, n))
-	}
-}
 
 // fakeAddresses answers for the hosts in live and fails to connect to any other.
 type fakeAddresses struct {
@@ -65,8 +38,9 @@ func (f *fakeAddresses) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusBadGateway, Body: http.NoBody, Request: req}, nil
 }
 
-// Only a request that never reached an address and has no body goes to another address; a 5xx
-// is an answer and ejects nothing.
+// Only a request that never reached an address and has no body goes to another address. A
+// failed connect ejects at once; a reset after sending is one gateway failure, which alone
+// ejects nothing; a 5xx is an answer and ejects nothing.
 func TestAddressTransportRetries(t *testing.T) {
 	h, err := discovery.NewHealth(discovery.HealthOptions{})
 	if err != nil {
@@ -76,12 +50,14 @@ func TestAddressTransportRetries(t *testing.T) {
 		name, method, path, body string
 		dead, reset              bool
 		sent                     string // hosts that saw the request
-		ejected, fails           bool
+		ejectedBy                string // what ejected the first address: "" (nothing), connect, gateway
+		gatewayFailures          int
+		fails                    bool
 	}{
-		{name: "GET to a dead address goes to the live one", method: "GET", path: "/api/v4/jobs/1", dead: true, sent: "live:1", ejected: true},
-		{name: "body never sent twice", method: "PUT", path: "/api/v4/jobs/1", body: "{}", dead: true, sent: "", ejected: true, fails: true},
-		{name: "jobs/request never sent twice", method: "POST", path: jobsRequestPath, body: `{"token":"x"}`, dead: true, sent: "", ejected: true, fails: true},
-		{name: "reset after sending: ejected, not retried", method: "GET", path: "/api/v4/jobs/1", reset: true, sent: "first:1", ejected: true, fails: true},
+		{name: "GET to a dead address goes to the live one", method: "GET", path: "/api/v4/jobs/1", dead: true, sent: "live:1", ejectedBy: "connect"},
+		{name: "body never sent twice", method: "PUT", path: "/api/v4/jobs/1", body: "{}", dead: true, sent: "", ejectedBy: "connect", fails: true},
+		{name: "jobs/request never sent twice", method: "POST", path: jobsRequestPath, body: `{"token":"x"}`, dead: true, sent: "", ejectedBy: "connect", fails: true},
+		{name: "reset after sending: a gateway failure, not retried, not ejected", method: "GET", path: "/api/v4/jobs/1", reset: true, sent: "first:1", gatewayFailures: 1, fails: true},
 		{name: "5xx is an answer", method: "GET", path: "/api/v4/jobs/1", sent: "first:1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,13 +75,48 @@ func TestAddressTransportRetries(t *testing.T) {
 			if got := strings.Join(fake.sent, ","); got != tt.sent {
 				t.Errorf("reached %q, want %q", got, tt.sent)
 			}
-			if ejected := c.Pick(c.Addrs[1]) == nil; ejected != tt.ejected {
-				t.Errorf("first address ejected: %v, want %v", ejected, tt.ejected)
+			if s := c.State()[0]; s.EjectedBy != tt.ejectedBy || s.GatewayFailures != tt.gatewayFailures {
+				t.Errorf("first address: ejected by %q after %d gateway failures, want %q after %d", s.EjectedBy, s.GatewayFailures, tt.ejectedBy, tt.gatewayFailures)
 			}
 			if tt.fails && !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ECONNRESET) {
 				t.Errorf("error %v, want the connection failure itself", err)
 			}
 		})
+	}
+}
+
+// Resets after sending eject an address at the DefaultGatewayFailures-th in a row; a 502 answer
+// between them ends the streak.
+func TestAddressTransportGatewayFailures(t *testing.T) {
+	h, err := discovery.NewHealth(discovery.HealthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := h.Cell(1, []*url.URL{{Scheme: "http", Host: "first:1"}, {Scheme: "http", Host: "live:1"}}, nil)
+	fake := &fakeAddresses{live: map[string]bool{"live:1": true, "first:1": true}, reset: map[string]bool{}}
+	tr := &addressTransport{base: fake, cell: c, addr: c.Addrs[0]}
+	send := func(reset bool) {
+		fake.mu.Lock()
+		fake.reset["first:1"] = reset
+		fake.mu.Unlock()
+		resp, err := tr.RoundTrip(newReq(t, "GET", "http://first:1/api/v4/jobs/1", nil))
+		if (err != nil) != reset {
+			t.Fatalf("RoundTrip: %v, %v; want a failure: %v", resp, err, reset)
+		}
+	}
+	for range discovery.DefaultGatewayFailures - 1 {
+		send(true)
+	}
+	send(false) // a 502: an answer
+	for range discovery.DefaultGatewayFailures - 1 {
+		send(true)
+	}
+	if s := c.State()[0]; s.EjectedBy != "" {
+		t.Fatalf("ejected by %s with an answer between the resets", s.EjectedBy)
+	}
+	send(true)
+	if s := c.State()[0]; s.EjectedBy != "gateway" {
+		t.Errorf("after %d resets in a row: ejected by %q, want gateway", discovery.DefaultGatewayFailures, s.EjectedBy)
 	}
 }
 

@@ -48,10 +48,14 @@ type ReloadStatus struct {
 	Generation int       `json:"generation"`
 }
 
+// CellStatus is one cell. Up: edge sends its requests (an address its checks do not hold down);
+// not up, it answers them 503 cell_unavailable without a dial. Degraded: up only through
+// addresses passive evidence has ejected, which edge dials anyway.
 type CellStatus struct {
 	ID        uint64                   `json:"id"`
 	Legacy    bool                     `json:"legacy"`
 	Up        bool                     `json:"up"`
+	Degraded  bool                     `json:"degraded"`
 	Checked   bool                     `json:"checked"`
 	Addresses []discovery.AddressState `json:"addresses"`
 	Recent    discovery.Recent         `json:"recent"`
@@ -127,7 +131,7 @@ func (r *runner) cellStatus(legacy map[uint64]bool) []CellStatus {
 	out := make([]CellStatus, 0, len(cells))
 	for _, c := range cells {
 		recent := c.Recent()
-		out = append(out, CellStatus{ID: c.ID, Legacy: legacy[c.ID], Up: c.Up(), Checked: c.Checked(),
+		out = append(out, CellStatus{ID: c.ID, Legacy: legacy[c.ID], Up: c.Up(), Degraded: c.Degraded(), Checked: c.Checked(),
 			Addresses: c.State(), Recent: recent, P50: recent.P50.String(), P99: recent.P99.String()})
 	}
 	return out

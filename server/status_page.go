@@ -16,7 +16,7 @@ import (
 const statusCSS = `body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}
-th{background:#f3f3f3}.up{color:#076b2c;font-weight:600}.down{color:#b00020;font-weight:600}.muted{color:#777}`
+th{background:#f3f3f3}.up{color:#076b2c;font-weight:600}.down{color:#b00020;font-weight:600}.degraded{color:#8a4b00;font-weight:600}.muted{color:#777}`
 
 const statusHTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
@@ -32,8 +32,8 @@ const statusHTML = `<!doctype html>
 <h2>Cells</h2>
 <table><tr><th>cell</th><th>state</th><th>addresses</th><th>recent requests</th><th>p50</th><th>p99</th></tr>
 {{range .S.Cells}}<tr id="cell-{{.ID}}"><td>{{.ID}}{{if .Legacy}} (legacy){{end}}</td>
-<td class="{{if .Up}}up{{else}}down{{end}}">{{if .Up}}up{{else}}down{{end}}{{if not .Checked}} <span class="muted">(no checks)</span>{{end}}</td>
-<td>{{range .Addresses}}<div>{{.URL}} {{if .Up}}<span class="up">up</span>{{else}}<span class="down">down</span>{{end}}{{if .CheckedDown}} check failing{{end}}{{if not .EjectedUntil.IsZero}} ejected until {{.EjectedUntil.Format "15:04:05"}}{{end}}, {{.InFlight}} in flight</div>{{end}}</td>
+{{$state := "down"}}{{if .Degraded}}{{$state = "degraded"}}{{else if .Up}}{{$state = "up"}}{{end}}<td class="{{$state}}">{{$state}}{{if .Degraded}} <span class="muted">(every address ejected: dialled anyway)</span>{{end}}{{if not .Checked}} <span class="muted">(no checks)</span>{{end}}</td>
+<td>{{range .Addresses}}<div>{{.URL}} {{if .Up}}<span class="up">up</span>{{else if .CheckedDown}}<span class="down">down</span>{{else}}<span class="degraded">ejected</span>{{end}}{{if .CheckedDown}} check failing{{end}}{{if .EjectedBy}} by {{.EjectedBy}} failures until {{.EjectedUntil.Format "15:04:05"}}{{end}}{{with .GatewayFailures}}, {{.}} gateway failures in a row{{end}}, {{.InFlight}} in flight</div>{{end}}</td>
 <td>{{.Recent.Requests}}{{range $class, $n := .Recent.Statuses}} · {{$class}} {{$n}}{{end}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
 {{end}}</table>
 <h2>Agents held here</h2>
