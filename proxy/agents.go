@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/tracing"
 	"gitlab.com/edge/edge/tunnel"
 )
@@ -87,6 +88,7 @@ type AgentRouterOptions struct {
 	Log         *slog.Logger
 	Registerer  prometheus.Registerer
 	Tracer      *tracing.Tracer // client spans down the tunnel and to peers; nil: none
+	Guard       *guard.Guard    // the router's goroutines (relays, dials); nil: not counted
 }
 
 // AgentRouter sends requests to agents: through a local tunnel, or to the edge that holds one.

@@ -34,6 +34,8 @@ func (a *AgentRouter) Dial(ctx context.Context, agentID string, port int) (net.C
 	w := &pipeWriter{header: http.Header{}, conn: theirs, hijacked: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
+		// A panic ends this stream: the pipe closes, so Dial's caller reads its end.
+		defer a.o.Guard.Recover("request", func(bool) { theirs.Close() })
 		defer close(done)
 		a.Forward(w, req, AgentTarget{AgentID: agentID, Port: port, Path: "/"})
 	}()

@@ -316,5 +316,8 @@ func (a *AgentRouter) serveSplice(w http.ResponseWriter, r *http.Request, t Agen
 	if n := brw.Reader.Buffered(); n > 0 {
 		buffered, _ = brw.Reader.Peek(n)
 	}
-	go tunnel.Relay(conn, up, buffered, a.buffers)
+	go func() {
+		defer a.o.Guard.Recover("splice_relay", nil)
+		tunnel.Relay(conn, up, buffered, a.buffers, a.o.Guard)
+	}()
 }

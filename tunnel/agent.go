@@ -18,6 +18,8 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // AgentOptions configure the agent side. EdgeURL, Token and Upstreams are required.
@@ -62,6 +64,9 @@ type AgentOptions struct {
 	PerRequest bool
 	Logger     *slog.Logger
 	Metrics    prometheus.Registerer // nil: metrics are not registered
+	// Guard contains the panics of the agent's goroutines and of the requests it serves (nil:
+	// contained, logged to standard error, not counted): a panic ends that stream or connection.
+	Guard *guard.Guard
 }
 
 // AgentStatus is a snapshot of the agent's connections.
@@ -184,15 +189,19 @@ func (a *Agent) Status() AgentStatus {
 func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range a.opts.Connections {
-		wg.Go(func() { a.keep(ctx) })
+		wg.Go(func() { // guard: keep contains its own panics; a crashed one starts again
+			for a.keep(ctx) && sleep(ctx, a.opts.MinBackoff) {
+			}
+		})
 	}
 	wg.Wait()
 	return nil
 }
 
 // keep holds one connection up: it reconnects when the connection ends, and replaces it (new one
-// first) when it is too old or the edge asks.
-func (a *Agent) keep(ctx context.Context) {
+// first) when it is too old or the edge asks. A panic in it drains its connection as a stop
+// does, and keep reports it (crashed) for Run to start it again.
+func (a *Agent) keep(ctx context.Context) (crashed bool) {
 	var (
 		cur     *agentConn
 		wantNew bool
@@ -201,6 +210,10 @@ func (a *Agent) keep(ctx context.Context) {
 		bo      = backoff{min: a.opts.MinBackoff, max: a.opts.MaxBackoff}
 	)
 	defer retired.Wait()
+	defer a.opts.Guard.Recover("tunnel_agent", func(bool) {
+		crashed = true
+		a.retire(cur, &retired)
+	})
 	for {
 		if cur != nil && wantNew && cur.session.IsClosed() {
 			a.retire(cur, &retired) // ended while its replacement was being connected
@@ -267,7 +280,10 @@ func (a *Agent) retire(c *agentConn, wg *sync.WaitGroup) {
 		return
 	}
 	a.setConnected(-1)
-	wg.Go(func() { c.drain(a.opts.DrainTimeout) })
+	wg.Go(func() {
+		defer a.opts.Guard.Recover("tunnel_control", func(bool) { c.session.Close() })
+		c.drain(a.opts.DrainTimeout)
+	})
 }
 
 func (a *Agent) connectFailed(err error) {

@@ -31,7 +31,7 @@ func (a *Agent) connect(ctx context.Context) (*agentConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	session, err := yamux.Client(framed(rwc), a.yamux)
+	session, err := yamux.Client(framed(rwc, a.opts.Guard), a.yamux)
 	if err != nil {
 		rwc.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
@@ -49,13 +49,20 @@ func (a *Agent) connect(ctx context.Context) (*agentConn, error) {
 		edgeDrain: make(chan struct{}),
 		log:       a.log.With("connection_id", id),
 	}
+	g := a.opts.Guard
 	c.srv = &http.Server{
-		Handler:           a.handler,
+		// A panic serving a stream ends that stream (a 502 when no answer began), counted.
+		Handler:           g.Handler("tunnel_stream", a.handler),
 		ReadHeaderTimeout: time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
 	}
-	go c.srv.Serve(session) // a yamux session is a net.Listener of the streams the edge opens
+	closeSession := func(bool) { session.Close() }
 	go func() {
+		defer g.Recover("tunnel_control", closeSession)
+		c.srv.Serve(session) // a yamux session is a net.Listener of the streams the edge opens
+	}()
+	go func() {
+		defer g.Recover("tunnel_control", closeSession)
 		var once sync.Once
 		c.ctrl.receive(func(typ string) {
 			if typ == msgDrain {

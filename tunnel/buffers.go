@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // CopyBufferSize is the size of the buffers the reverse proxies on either end of a tunnel move
@@ -99,8 +101,9 @@ func (c *bulkWriter) ReadFrom(r io.Reader) (int64, error) { return pipe(c.Conn, 
 
 // framed wraps what a yamux session runs over so its frames go out coalesced and batched (see
 // frameWriter); a net.Conn stays a net.Conn, so yamux still knows the addresses.
-func framed(rwc io.ReadWriteCloser) io.ReadWriteCloser {
+func framed(rwc io.ReadWriteCloser, g *guard.Guard) io.ReadWriteCloser {
 	fw := newFrameWriter(rwc)
+	fw.guard = g
 	if c, ok := rwc.(net.Conn); ok {
 		return &framedNetConn{Conn: c, fw: fw}
 	}

@@ -126,7 +126,7 @@ func (s *Server) upgrade(netConn net.Conn, brw *bufio.ReadWriter, c *Conn) error
 	if brw.Reader.Buffered() > 0 {
 		rwc = &bufferedConn{Conn: netConn, r: brw.Reader}
 	}
-	session, err := yamux.Server(framed(rwc), s.yamux)
+	session, err := yamux.Server(framed(rwc, s.opts.Guard), s.yamux)
 	if err != nil {
 		return err
 	}
@@ -166,14 +166,19 @@ func (c *Conn) receiveControl() {
 	})
 }
 
-// wait forgets c when its session ends.
+// wait forgets c when its session ends. Deferred, the forget and the close of done happen even
+// when closing the idle streams (or OnDisconnect) panics: Drain waits for done.
 func (c *Conn) wait() {
 	defer c.server.wg.Done()
+	defer close(c.done)
+	defer c.server.forget(c)
 	<-c.session.CloseChan()
 	c.closeIdle()
-	c.server.forget(c)
-	close(c.done)
 }
+
+// crashed ends c after a panic in one of its goroutines (the guard's cleanup): its session
+// closes, wait forgets it, and the agent connects again.
+func (c *Conn) crashed(bool) { c.session.Close() }
 
 // sendDrain tells the agent to connect again (once).
 func (c *Conn) sendDrain() {

@@ -76,3 +76,6 @@ func (e *StatusError) Is(target error) bool {
 
 // errOpenStream marks a failure to open a stream: nothing of the request was sent.
 var errOpenStream = errors.New("tunnel: open stream")
+
+// errFlusherCrashed fails a frame writer whose flusher panicked: its connection closes.
+var errFlusherCrashed = errors.New("tunnel: frame flusher crashed")

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // yamuxHeaderSize and typeData follow yamux's frame header: version, type, flags (2), stream id
@@ -41,6 +43,8 @@ type frameWriter struct {
 	flushing bool   // the flusher goroutine runs
 	closing  bool
 	err      error // the first failure: every later Write returns it
+
+	guard *guard.Guard // the flusher's
 }
 
 func newFrameWriter(w io.Writer) *frameWriter {
@@ -95,7 +99,7 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	f.queue = append(append(f.queue, hdr...), p...)
 	if !f.flushing {
 		f.flushing = true
-		go f.flush()
+		go func() { defer f.guard.Recover("tunnel_flush", f.crashed); f.flush() }()
 	} else {
 		f.cond.Broadcast()
 	}
@@ -119,9 +123,7 @@ func (f *frameWriter) flush() {
 		buf := f.queue
 		f.queue, f.spare = f.spare[:0], nil
 		f.writing = true
-		f.mu.Unlock()
-		_, err := f.w.Write(buf)
-		f.mu.Lock()
+		err := f.writeUnlocked(buf)
 		f.writing = false
 		if cap(buf) <= 2*maxQueued {
 			f.spare = buf[:0]
@@ -129,6 +131,26 @@ func (f *frameWriter) flush() {
 		f.fail(err)
 		f.cond.Broadcast()
 	}
+}
+
+// writeUnlocked writes buf with f.mu released; the lock is taken again even when the write
+// panics, so flush's deferred unlock finds it held (unlocking an unlocked mutex is fatal, not a
+// panic the guard could contain).
+func (f *frameWriter) writeUnlocked(buf []byte) error {
+	f.mu.Unlock()
+	defer f.mu.Lock()
+	_, err := f.w.Write(buf)
+	return err
+}
+
+// crashed is the flusher's end after a panic: the writer fails, so the session's send loop gets
+// an error and the connection closes, and nothing waits for a flusher that is gone.
+func (f *frameWriter) crashed(bool) {
+	f.mu.Lock()
+	f.fail(errFlusherCrashed)
+	f.flushing, f.writing = false, false
+	f.cond.Broadcast()
+	f.mu.Unlock()
 }
 
 func (f *frameWriter) fail(err error) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // Identity is who a verified agent token names. AgentID is never taken from anything else.
@@ -65,6 +67,9 @@ type ServerOptions struct {
 	WrapTransport func(*http.Transport) RoundTripCloser
 	Logger        *slog.Logger
 	Metrics       prometheus.Registerer // nil: metrics are not registered
+	// Guard contains the panics of the goroutines a connection runs (nil: contained, logged to
+	// standard error, not counted): a panic in one ends that connection.
+	Guard *guard.Guard
 
 	// spliceReap and heldIdleTimeout: tests shorten them (0: the constants).
 	spliceReap, heldIdleTimeout time.Duration
@@ -345,11 +350,12 @@ func (s *Server) start(c *Conn) {
 	s.wg.Add(3)
 	s.mu.Unlock()
 	s.metrics.connections.Inc()
-	go c.serveControl()
-	go c.receiveControl()
-	go c.wait()
+	g := s.opts.Guard
+	go func() { defer g.Recover("tunnel_control", c.crashed); c.serveControl() }()
+	go func() { defer g.Recover("tunnel_control", c.crashed); c.receiveControl() }()
+	go func() { defer g.Recover("tunnel_control", nil); c.wait() }()
 	if c.splice != nil {
-		s.wg.Go(c.reapSplices)
+		s.wg.Go(func() { defer g.Recover("tunnel_control", c.crashed); c.reapSplices() })
 	}
 }
 
@@ -449,6 +455,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 	for _, c := range conns {
 		go func() {
+			defer s.opts.Guard.Recover("tunnel_control", c.crashed)
 			c.sendDrain()
 			c.retire()
 		}()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // A splice stream is a stream the edge opens with an edge-splice upgrade naming a port: the agent
@@ -38,24 +40,27 @@ const (
 
 // Relay copies bytes both ways between a and b until either way ends, then closes both; first
 // it sends b what a had already buffered (bytes read past an upgrade request). It returns when
-// both ways have ended.
-func Relay(a, b net.Conn, buffered []byte, pool *BufferPool) {
+// both ways have ended. A panic in either way closes both (the other way ends too); the way
+// Relay starts runs under g ("splice_relay"), the caller's way under the caller's guard.
+func Relay(a, b net.Conn, buffered []byte, pool *BufferPool, g *guard.Guard) {
+	closeBoth := func() {
+		a.Close()
+		b.Close()
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() {
+	wg.Go(g.Func("splice_relay", func() {
+		defer closeBoth()
 		if len(buffered) > 0 {
 			if _, err := b.Write(buffered); err != nil {
-				a.Close()
-				b.Close()
 				return
 			}
 		}
 		pipe(b, a, pool)
-		a.Close()
-		b.Close()
-	})
-	pipe(a, b, pool)
-	a.Close()
-	b.Close()
+	}))
+	func() {
+		defer closeBoth()
+		pipe(a, b, pool)
+	}()
 	wg.Wait()
 }
 
@@ -320,7 +325,7 @@ func (c *Conn) hold(h *heldStream) {
 	c.sweeping = c.sweeping || sweep
 	s.mu.Unlock()
 	if sweep {
-		go c.sweepHeld()
+		go func() { defer s.opts.Guard.Recover("tunnel_control", c.crashed); c.sweepHeld() }()
 	}
 }
 
@@ -335,7 +340,7 @@ func (c *Conn) unhold(h *heldStream) {
 func (c *Conn) startSweepLocked() {
 	if len(c.held) > 0 && !c.sweeping {
 		c.sweeping = true
-		go c.sweepHeld()
+		go func() { defer c.server.opts.Guard.Recover("tunnel_control", c.crashed); c.sweepHeld() }()
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"time"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // AllowPorts maps each port to 127.0.0.1:<port>, the default upstream of an agent.
@@ -33,11 +35,12 @@ type upstreamHandler struct {
 	metrics    *agentMetrics
 	writeError ErrorWriter
 	removeEdge func(http.Header)
+	guard      *guard.Guard
 }
 
 func newUpstreamHandler(o AgentOptions, m *agentMetrics) *upstreamHandler {
 	h := &upstreamHandler{upstreams: o.Upstreams, splice: !o.PerRequest, buffers: &BufferPool{}, log: o.Logger, metrics: m,
-		writeError: o.WriteError, removeEdge: o.RemoveEdgeHeaders}
+		writeError: o.WriteError, removeEdge: o.RemoveEdgeHeaders, guard: o.Guard}
 	base := &http.Transport{
 		Proxy:                 nil, // upstreams are local: never through an environment proxy
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -125,7 +128,7 @@ func (h *upstreamHandler) serveRaw(w http.ResponseWriter, r *http.Request, addr,
 	if n := brw.Reader.Buffered(); n > 0 {
 		buffered, _ = brw.Reader.Peek(n)
 	}
-	Relay(conn, up, buffered, h.buffers)
+	Relay(conn, up, buffered, h.buffers, h.guard)
 }
 
 func (h *upstreamHandler) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
