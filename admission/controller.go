@@ -11,7 +11,12 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
+
+// errCrashed is the failure of a call that panicked (contained): the controller failed.
+var errCrashed = errors.New("admission: the call crashed (a contained panic)")
 
 // Controller is one admission controller.
 type Controller struct {
@@ -26,6 +31,9 @@ type Controller struct {
 	Cells        []uint64 // empty: every cell
 	// Sign, when set, makes the bearer token of each call (an HS256 JWT for this controller).
 	Sign func(audience string) (string, error)
+	// Guard contains a panic of the call (nil: contained, logged to standard error, not
+	// counted): the controller counts as failed, as its AdmitOnError says.
+	Guard *guard.Guard
 }
 
 // Decision is a controller's answer.
@@ -79,7 +87,10 @@ func Ask(ctx context.Context, controllers []*Controller, req Request) Verdict {
 	results := make([]Result, len(asked))
 	var wg sync.WaitGroup
 	for i, c := range asked {
-		wg.Go(func() { results[i] = c.ask(ctx, body) })
+		wg.Go(func() {
+			defer c.Guard.Recover("admission", func(bool) { results[i] = c.failed(errCrashed, 0) })
+			results[i] = c.ask(ctx, body)
+		})
 	}
 	wg.Wait()
 	v := Verdict{Admitted: true, Results: results}
@@ -109,11 +120,16 @@ const maxAnswer = 64 << 10
 func (c *Controller) ask(ctx context.Context, body []byte) Result {
 	start := time.Now()
 	d, err := c.call(ctx, body)
-	r := Result{Controller: c.Name, Decision: d, Err: err, Took: time.Since(start)}
 	if err != nil {
-		r.Admitted, r.Reason = c.AdmitOnError, fmt.Sprintf("controller %s failed: %v", c.Name, err)
+		return c.failed(err, time.Since(start))
 	}
-	return r
+	return Result{Controller: c.Name, Decision: d, Took: time.Since(start)}
+}
+
+// failed is the result of a call that failed: the decision AdmitOnError says.
+func (c *Controller) failed(err error, took time.Duration) Result {
+	return Result{Controller: c.Name, Err: err, Took: took,
+		Decision: Decision{Admitted: c.AdmitOnError, Reason: fmt.Sprintf("controller %s failed: %v", c.Name, err)}}
 }
 
 func (c *Controller) call(ctx context.Context, body []byte) (Decision, error) {

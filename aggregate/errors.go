@@ -7,4 +7,6 @@ var (
 	ErrBadResourceVersion = errors.New("malformed resourceVersion")
 	// ErrUnauthenticated: no or bad credentials.
 	ErrUnauthenticated = errors.New("unauthenticated")
+	// errCrashed: edge's call of a member panicked (contained); the member counts as unavailable.
+	errCrashed = errors.New("edge failed calling it (a contained panic)")
 )

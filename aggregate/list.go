@@ -58,6 +58,12 @@ type memberAnswer struct {
 	err  error
 }
 
+// crashedAnswer is a member's part of a fan-out whose call panicked: unavailable, as a member
+// that cannot be reached is.
+func crashedAnswer(m *member) memberAnswer {
+	return memberAnswer{m: m, err: &memberError{member: m.Name, err: errCrashed}}
+}
+
 // fetch reads a member's JSON answer; a status other than 200 is a memberError with its body.
 func (p *Proxy) fetch(ctx context.Context, m *member, path string, q url.Values, in http.Header, user User) memberAnswer {
 	resp, err := p.call(ctx, m, http.MethodGet, path, q.Encode(), nil, in, user)
@@ -102,7 +108,10 @@ func (p *Proxy) list(w http.ResponseWriter, r *http.Request, req request, user U
 			}
 			mq.Set("resourceVersion", own)
 		}
-		wg.Go(func() { answers[i] = p.fetch(r.Context(), m, req.path, mq, r.Header, user) })
+		wg.Go(func() {
+			defer p.o.Guard.Recover("aggregate_fetch", func(bool) { answers[i] = crashedAnswer(m) })
+			answers[i] = p.fetch(r.Context(), m, req.path, mq, r.Header, user)
+		})
 	}
 	wg.Wait()
 	p.merge(w, r, answers)
@@ -311,7 +320,10 @@ func (p *Proxy) owner(ctx context.Context, req request, q url.Values, in http.He
 	answers := make([]memberAnswer, len(p.sorted))
 	var wg sync.WaitGroup
 	for i, m := range p.sorted {
-		wg.Go(func() { answers[i] = p.fetch(ctx, m, objPath, q, h, user) })
+		wg.Go(func() {
+			defer p.o.Guard.Recover("aggregate_fetch", func(bool) { answers[i] = crashedAnswer(m) })
+			answers[i] = p.fetch(ctx, m, objPath, q, h, user)
+		})
 	}
 	wg.Wait()
 	var owners []memberAnswer

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // ClusterAnnotation marks every object edge hands out with the member it came from; it is removed
@@ -28,6 +30,9 @@ type Options struct {
 	Placement string
 	Metrics   *Metrics
 	Log       *slog.Logger
+	// Guard contains the panics of the goroutines a request starts (nil: contained, logged to
+	// standard error, not counted): a panic fails that member's part of the request.
+	Guard *guard.Guard
 }
 
 // Proxy is the aggregated API.

@@ -96,6 +96,7 @@ func (p *Proxy) openWatches(ctx context.Context, r *http.Request, req request, u
 			global[m.Name] = own
 		}
 		wg.Go(func() {
+			defer p.o.Guard.Recover("aggregate_fetch", func(bool) { errs[i] = crashedAnswer(m).err })
 			resp, err := p.call(ctx, m, http.MethodGet, req.path, mq.Encode(), nil, r.Header, user)
 			if err != nil {
 				errs[i] = err
@@ -131,15 +132,23 @@ func (p *Proxy) openWatches(ctx context.Context, r *http.Request, req request, u
 }
 
 // readEvents decodes every member's stream into one channel, each event named by its member,
-// until a stream ends (an event with err) or ctx does.
+// until a stream ends (an event with err) or ctx does. A panic reading one is that stream's end:
+// the watch ends and the client relists.
 func (p *Proxy) readEvents(ctx context.Context, bodies []io.ReadCloser) <-chan event {
 	events := make(chan event)
 	for i, b := range bodies {
 		if b == nil {
 			continue
 		}
-		name := p.sorted[i].Name
+		m := p.sorted[i]
+		name := m.Name
 		go func() {
+			defer p.o.Guard.Recover("aggregate_watch", func(bool) {
+				select {
+				case events <- event{member: name, err: crashedAnswer(m).err}:
+				case <-ctx.Done():
+				}
+			})
 			defer b.Close()
 			dec := json.NewDecoder(b)
 			for {

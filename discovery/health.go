@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // Check is a cell's active health check (config.HealthCheck, resolved).
@@ -216,6 +218,9 @@ type HealthOptions struct {
 	// GatewayFailures is how many gateway failures in a row eject an address; 0:
 	// DefaultGatewayFailures.
 	GatewayFailures int
+	// Guard contains the panics of the checks (nil: contained, logged to standard error, not
+	// counted): a check that panics records nothing, and the next round checks again.
+	Guard *guard.Guard
 }
 
 // Health keeps the health of every cell across config reloads and runs their active checks.
@@ -226,6 +231,7 @@ type Health struct {
 	client       *http.Client
 	log          *slog.Logger
 	gatewayLimit int32
+	guard        *guard.Guard
 	ejections    *prometheus.CounterVec
 	cellUp       *prometheus.Desc
 	addrUp       *prometheus.Desc
@@ -251,6 +257,7 @@ func NewHealth(o HealthOptions) (*Health, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		log:          o.Log,
 		gatewayLimit: int32(o.GatewayFailures),
+		guard:        o.Guard,
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_cell_ejections_total",
 			Help: "Addresses of a cell taken out by passive evidence: connect (a connect refused or timed out) or gateway (resets or EOFs after requests went out, several in a row).",
@@ -344,7 +351,7 @@ func (h *Health) startChecks(c *CellHealth) {
 	}
 	ctx, cancel := context.WithCancel(h.runCtx)
 	c.stop = cancel
-	go c.runChecks(ctx, h.client)
+	go func() { defer h.guard.Recover("health_check", nil); c.runChecks(ctx, h.client, h.guard) }()
 }
 
 func (c *CellHealth) stopChecks() {
@@ -356,7 +363,7 @@ func (c *CellHealth) stopChecks() {
 
 // runChecks checks every address each interval, the first time at a random point of the first
 // interval and then with ±10% jitter, so that cells are never checked in step.
-func (c *CellHealth) runChecks(ctx context.Context, client *http.Client) {
+func (c *CellHealth) runChecks(ctx context.Context, client *http.Client, g *guard.Guard) {
 	wait := time.Duration(rand.Int64N(int64(c.check.Interval)))
 	for {
 		at := time.Now().Add(wait).UnixNano()
@@ -372,7 +379,7 @@ func (c *CellHealth) runChecks(ctx context.Context, client *http.Client) {
 		}
 		var wg sync.WaitGroup
 		for _, a := range c.Addrs {
-			wg.Go(func() { c.record(a, c.probe(ctx, client, a)) })
+			wg.Go(g.Func("health_check", func() { c.record(a, c.probe(ctx, client, a)) }))
 		}
 		wg.Wait()
 		jitter := c.check.Interval / 10

@@ -122,7 +122,7 @@ func (r *registry) Unregister(ctx context.Context, c ConnInfo) error {
 	}
 	l := &leave{}
 	a.leaving[c.ConnectionID] = l
-	l.timer = time.AfterFunc(r.opts.UnregisterDelay, func() { r.leave(c.AgentID, c.ConnectionID, l) })
+	l.timer = time.AfterFunc(r.opts.UnregisterDelay, r.opts.Guard.Func("registry", func() { r.leave(c.AgentID, c.ConnectionID, l) }))
 	r.mu.Unlock()
 	return nil
 }

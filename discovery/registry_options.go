@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // Registry defaults (contract.md: registry.ttl and registry.refresh).
@@ -40,6 +42,9 @@ type RegistryOptions struct {
 	Registerer prometheus.Registerer
 	// Now is the clock for entry expiry; nil: time.Now.
 	Now func() time.Time
+	// Guard contains the panics of the registry's goroutines and of Run's rounds (nil: contained,
+	// logged to standard error, not counted): a panic fails that wait, write or round only.
+	Guard *guard.Guard
 }
 
 func (o RegistryOptions) withDefaults() RegistryOptions {

@@ -63,6 +63,7 @@ func NewRedisRegistry(client redis.UniversalClient, opts RedisOptions, log *slog
 		cleanGrace: ro.TTL - ro.Refresh,
 		cas:        redis.NewScript(casScript),
 		log:        log,
+		guard:      ro.Guard,
 	}
 	r, err := newRegistry(st, ro, "redis", log)
 	if err != nil {

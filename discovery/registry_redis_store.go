@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // casScript replaces (ARGV[3]) or deletes (ARGV[3] == "") field ARGV[1] of hash KEYS[1] only if
@@ -40,6 +43,7 @@ type redisStore struct {
 	cleanGrace time.Duration
 	cas        *redis.Script
 	log        *slog.Logger
+	guard      *guard.Guard
 }
 
 func (s *redisStore) agentKey(agentID string) string     { return s.prefix + "agent:" + agentID }
@@ -108,8 +112,11 @@ func (s *redisStore) write(ctx context.Context, edge string, ups []agentUpdate, 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(perKeyConcurrency)
 	for _, w := range writes {
-		g.Go(func() error {
-			_, err := s.client.TxPipelined(gctx, func(p redis.Pipeliner) error {
+		g.Go(func() (err error) {
+			defer s.guard.Recover("registry", func(bool) {
+				err = fmt.Errorf("%w: a write crashed (a contained panic)", ErrRegistryUnavailable)
+			})
+			_, err = s.client.TxPipelined(gctx, func(p redis.Pipeliner) error {
 				w.queue(gctx, p, s.ttl)
 				return nil
 			})

@@ -17,7 +17,8 @@ func (r *registry) Run(ctx context.Context) error {
 	defer wg.Wait()
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Go(func() { r.store.subscribe(subCtx, r.wake, r.wakeAll) })
+	// A crashed subscription leaves the waits to their polls (PollMax apart at worst).
+	wg.Go(r.opts.Guard.Func("registry", func() { r.store.subscribe(subCtx, r.wake, r.wakeAll) }))
 
 	refresh := time.NewTimer(r.opts.Refresh)
 	defer refresh.Stop()
@@ -28,18 +29,29 @@ func (r *registry) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-refresh.C:
-			if err := r.refresh(ctx, false); err != nil {
-				r.log.Warn("refresh failed, retried when the store answers", "error", err)
-			} else if err := r.gc(ctx); err != nil {
-				r.log.Warn("gc failed", "error", err)
-			}
+			r.round(func() {
+				if err := r.refresh(ctx, false); err != nil {
+					r.log.Warn("refresh failed, retried when the store answers", "error", err)
+				} else if err := r.gc(ctx); err != nil {
+					r.log.Warn("gc failed", "error", err)
+				}
+			})
 			refresh.Reset(r.opts.Refresh)
 		case <-health.C:
-			if r.checkHealth(ctx) {
-				refresh.Reset(r.opts.Refresh)
-			}
+			r.round(func() {
+				if r.checkHealth(ctx) {
+					refresh.Reset(r.opts.Refresh)
+				}
+			})
 		}
 	}
+}
+
+// round runs one round of Run: a panic in it ends that round only (the store is then written
+// again as after a failure), so this edge's entries do not expire for one bad round.
+func (r *registry) round(f func()) {
+	defer r.opts.Guard.Recover("registry", func(bool) { r.rewrite.Store(true) })
+	f()
 }
 
 // checkHealth probes the store. If a store operation failed since the last full write, or the

@@ -64,7 +64,13 @@ func (r *registry) joinWait(agentID string) (*waitLoop, error) {
 		l = &waitLoop{agentID: agentID, wake: make(chan struct{}, 1), done: make(chan struct{}), cancel: cancel}
 		r.loops[agentID] = l
 		r.m.loopsStarted.Inc()
-		go r.waitLoop(ctx, l)
+		go func() {
+			// A crashed loop ends its wait as an unavailable store does: the waiters get 503.
+			defer r.opts.Guard.Recover("registry", func(bool) {
+				r.finishWait(l, nil, fmt.Errorf("%w: its wait loop crashed (a contained panic)", ErrRegistryUnavailable))
+			})
+			r.waitLoop(ctx, l)
+		}()
 	}
 	l.refs++
 	r.m.waiters.Inc()

@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/ssh"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 var (
@@ -52,6 +54,9 @@ type Options struct {
 	AgentForwarding, RemoteForwarding bool
 	Log                               *slog.Logger
 	Registerer                        prometheus.Registerer
+	// Guard contains the panics of the sessions' goroutines (nil: contained, logged to standard
+	// error, not counted): a panic ends that session, or that channel.
+	Guard *guard.Guard
 }
 
 // Server accepts SSH connections for workspaces.
@@ -162,7 +167,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
+			defer s.o.Guard.Recover("ssh_session", nil)
 			defer s.wg.Done()
+			defer c.Close() // after a panic too (closed already otherwise)
 			s.serveConn(c)
 		}()
 	}
@@ -175,7 +182,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.closing = true
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); close(done) }() // guard: only waits and closes
 	select {
 	case <-done:
 		return
@@ -216,12 +223,16 @@ func (s *Server) serveConn(c net.Conn) {
 	s.mu.Unlock()
 	s.m.logins.WithLabelValues("ok").Inc()
 	s.m.open.Inc()
+	// Deferred, so that a panic ends the session as its end does: both connections closed.
+	defer func() {
+		sess.close("")
+		s.m.open.Dec()
+		s.mu.Lock()
+		delete(s.conns, sess)
+		s.mu.Unlock()
+	}()
 	s.log.Info("ssh login", "workspace", conn.User(), "user", login.target.User, "remote", conn.RemoteAddr().String())
 	sess.run(chans, reqs)
-	s.m.open.Dec()
-	s.mu.Lock()
-	delete(s.conns, sess)
-	s.mu.Unlock()
 }
 
 // connectUpstream opens edge's own SSH connection to the workspace's sshd through the agent,

@@ -105,6 +105,7 @@ type rig struct {
 	mu      sync.Mutex
 	allowed bool
 	hostKey ssh.PublicKey
+	crash   atomic.Bool // the authorizer panics while set
 }
 
 func newRig(t *testing.T, o Options) *rig {
@@ -115,6 +116,9 @@ func newRig(t *testing.T, o Options) *rig {
 	o.HostKey, o.ClientKey = signer(t), client
 	o.Authorize = func(_ context.Context, token, ws string) (Target, error) {
 		r.calls.Add(1)
+		if r.crash.Load() {
+			panic("test: the authorizer crashed")
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		switch {

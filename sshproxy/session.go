@@ -25,26 +25,32 @@ type session struct {
 }
 
 // run bridges until either side closes, re-checking the authorization every recheck interval.
+// A panic in a goroutine of the session ends the session (ssh_session); one in a channel's ends
+// that channel (ssh_channel).
 func (ss *session) run(chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request) {
+	g := ss.s.o.Guard
 	var wg sync.WaitGroup
-	wg.Go(func() { ss.globalRequests(reqs, ss.upstream) })
-	wg.Go(func() { ss.globalRequests(ss.ureqs, ss.client) })
+	wg.Go(func() { defer g.Recover("ssh_session", ss.crashed); ss.globalRequests(reqs, ss.upstream) })
+	wg.Go(func() { defer g.Recover("ssh_session", ss.crashed); ss.globalRequests(ss.ureqs, ss.client) })
 	wg.Go(func() {
+		defer g.Recover("ssh_session", ss.crashed)
 		for nc := range chans {
-			go ss.openUpstream(nc)
+			go func() { defer g.Recover("ssh_channel", refuse(nc)); ss.openUpstream(nc) }()
 		}
 	})
 	wg.Go(func() {
+		defer g.Recover("ssh_session", ss.crashed)
 		for nc := range ss.uchans {
-			go ss.openClient(nc)
+			go func() { defer g.Recover("ssh_channel", refuse(nc)); ss.openClient(nc) }()
 		}
 	})
-	go ss.recheck()
+	go func() { defer g.Recover("ssh_session", ss.crashed); ss.recheck() }()
 	go func() {
+		defer g.Recover("ssh_session", ss.crashed)
 		// Either side gone: both go.
 		errc := make(chan error, 2)
-		go func() { errc <- ss.client.Wait() }()
-		go func() { errc <- ss.upstream.Wait() }()
+		go func() { errc <- ss.client.Wait() }()   // guard: only waits for the connection's end
+		go func() { errc <- ss.upstream.Wait() }() // guard: only waits for the connection's end
 		<-errc
 		ss.close("")
 	}()
@@ -52,20 +58,30 @@ func (ss *session) run(chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request) {
 	<-ss.closed
 }
 
-// close ends both connections; a reason goes to the user's open sessions first.
+// close ends both connections; a reason goes to the user's open sessions first. Deferred, the
+// closes happen even when telling the reason panics (once.Do would not run it again).
 func (ss *session) close(reason string) {
 	ss.once.Do(func() {
+		defer close(ss.closed)
+		defer ss.upstream.Close()
+		defer ss.client.Close()
 		if reason != "" {
 			ss.mu.Lock()
+			defer ss.mu.Unlock()
 			for _, ch := range ss.channels {
 				ch.Stderr().Write([]byte("\r\nedge: " + reason + "\r\n"))
 			}
-			ss.mu.Unlock()
 		}
-		ss.client.Close()
-		ss.upstream.Close()
-		close(ss.closed)
 	})
+}
+
+// crashed ends the session after a panic in one of its goroutines (the guard's cleanup).
+func (ss *session) crashed(bool) { ss.close("edge failed serving this session") }
+
+// refuse is the guard's cleanup of a channel being opened: refused, unless it was accepted
+// already (then Reject does nothing and the bridge's deferred closes end it).
+func refuse(nc ssh.NewChannel) func(bool) {
+	return func(bool) { nc.Reject(ssh.ConnectionFailed, "edge failed opening the channel") }
 }
 
 // recheck asks the authorizer again every interval; a denial (or no answer) closes the session.
@@ -168,15 +184,25 @@ func (ss *session) openClient(nc ssh.NewChannel) {
 // passes its requests both ways (pty-req, env, shell, exec, subsystem, window-change, signal,
 // exit-status, exit-signal, ...), and closes each side when the other is done.
 func (ss *session) bridge(a ssh.Channel, areqs <-chan *ssh.Request, b ssh.Channel, breqs <-chan *ssh.Request) {
+	// A panic in any of the channel's goroutines closes both sides, so the others end too;
+	// closing a channel twice does nothing.
+	g := ss.s.o.Guard
+	closeBoth := func() {
+		a.Close()
+		b.Close()
+	}
+	crashed := func(bool) { closeBoth() }
+	defer closeBoth()
 	var wg sync.WaitGroup
 	copyHalf := func(dst, src ssh.Channel, dir string) {
 		n, _ := io.Copy(dst, src)
 		ss.s.m.bytes.WithLabelValues(dir).Add(float64(n))
 		dst.CloseWrite()
 	}
-	wg.Go(func() { copyHalf(b, a, "to_workspace") })
-	wg.Go(func() { copyHalf(a, b, "to_user") })
+	wg.Go(func() { defer g.Recover("ssh_channel", crashed); copyHalf(b, a, "to_workspace") })
+	wg.Go(func() { defer g.Recover("ssh_channel", crashed); copyHalf(a, b, "to_user") })
 	wg.Go(func() {
+		defer g.Recover("ssh_channel", crashed)
 		n, _ := io.Copy(a.Stderr(), b.Stderr())
 		ss.s.m.bytes.WithLabelValues("to_user").Add(float64(n))
 	})
@@ -196,7 +222,12 @@ func (ss *session) bridge(a ssh.Channel, areqs <-chan *ssh.Request, b ssh.Channe
 	}
 	reqsDone := make(chan struct{})
 	// The user's side gone for good: the workspace's side goes too.
-	go func() { forward(areqs, b); b.Close(); close(reqsDone) }()
+	go func() {
+		defer g.Recover("ssh_channel", crashed)
+		defer close(reqsDone)
+		forward(areqs, b)
+		b.Close()
+	}()
 	// The workspace's requests (exit-status, exit-signal) must reach the user before the user's
 	// channel closes: the channel is closed only once they have been passed on.
 	forward(breqs, a)

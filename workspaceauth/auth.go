@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // Forwarder sends an allowed request to the port of the workspace through the agent that
@@ -41,6 +43,9 @@ type Options struct {
 	HTTPClient *http.Client // discovery and token exchange; nil: a client with timeouts
 	Metrics    *Metrics
 	Log        *slog.Logger
+	// Guard contains the panics of the WebSockets' rechecks (nil: contained, logged to standard
+	// error, not counted): a panic closes that WebSocket.
+	Guard *guard.Guard
 }
 
 // Auth serves the auth host and the workspace hosts of one domain.

@@ -56,7 +56,11 @@ func (a *Auth) ServeWorkspace(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	a.metrics.WebSocketOpened()
 	defer a.metrics.WebSocketClosed()
-	go a.watch(ctx, cancel, s, h)
+	go func() {
+		// A panic rechecking is no answer: the WebSocket closes (fail closed).
+		defer a.o.Guard.Recover("workspace_recheck", func(bool) { cancel() })
+		a.watch(ctx, cancel, s, h)
+	}()
 	a.o.Forward(out, r.WithContext(ctx), d.AgentID, h.Port)
 }
 
