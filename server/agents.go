@@ -18,6 +18,7 @@ import (
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
@@ -43,12 +44,14 @@ type agents struct {
 	draining chan struct{}
 	running  sync.WaitGroup
 	log      *slog.Logger
+	guard    *guard.Guard
 }
 
 func newAgents(cfg *config.Config, d deps) (*agents, error) {
 	log, reg := d.log, d.reg
-	a := &agents{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log, self: cfg.Listen.AdvertiseInternal}
-	if err := a.openRegistry(cfg, log, reg); err != nil {
+	a := &agents{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log, self: cfg.Listen.AdvertiseInternal,
+		guard: d.guard}
+	if err := a.openRegistry(cfg, d); err != nil {
 		return nil, err
 	}
 	var err error
@@ -74,6 +77,7 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 		WrapTransport:          InlineTransport,
 		Logger:                 log,
 		Metrics:                reg,
+		Guard:                  d.guard,
 	})
 	if err != nil {
 		return nil, err
@@ -100,7 +104,7 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 	router, err := proxy.NewAgentRouter(proxy.AgentRouterOptions{
 		Self: cfg.Listen.AdvertiseInternal, Tunnels: localTunnels{a.tunnels}, Registry: a.registry, Minter: minter,
 		PeerPrefixes: cfg.Internal.PeerPrefixes, PeerTLS: peerTLS,
-		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg, Tracer: d.tracer,
+		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg, Tracer: d.tracer, Guard: d.guard,
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"gitlab.com/edge/edge/aggregate"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 )
@@ -20,10 +21,11 @@ type aggregation struct {
 	// members are those of the config in force, whose watches a reload may end.
 	members []config.ClusterMember
 	log     *slog.Logger
+	guard   *guard.Guard
 }
 
 func newAggregation(cfg *config.Config, d deps) (*aggregation, error) {
-	g := &aggregation{log: d.log}
+	g := &aggregation{log: d.log, guard: d.guard}
 	if cfg.Aggregation == nil {
 		return g, nil
 	}
@@ -68,7 +70,7 @@ func (g *aggregation) routes(cfg *config.Config, next *table) error {
 	p, err := aggregate.New(aggregate.Options{
 		Prefix: a.Prefix, Members: members, Authenticate: auth.Authenticate,
 		Partial: a.MemberDown == config.MemberDownPartial, Placement: a.Placement,
-		Metrics: g.metrics, Log: g.log.With("component", "aggregation"),
+		Metrics: g.metrics, Log: g.log.With("component", "aggregation"), Guard: g.guard,
 	}, g.watches)
 	if err != nil {
 		return cli.UsageError{Err: fmt.Errorf("aggregation: %w", err)}

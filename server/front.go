@@ -25,7 +25,7 @@ func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 	access := stage{name: "access log", phase: phaseOps,
 		start: func() error {
 			ctx, cancel := context.WithCancel(context.Background())
-			out := newLineBuffer(ctx, d.opts.Log, 100*time.Millisecond)
+			out := newLineBuffer(ctx, d.opts.Log, 100*time.Millisecond, d.guard)
 			d.front.UseAccessLog(newAccessLog(cfg.Log, out))
 			stopAccess = func() { cancel(); out.Flush() }
 			return nil

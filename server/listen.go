@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/net/netutil"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // openListeners opens every configured listener before anything starts, so a busy port fails at
@@ -49,8 +51,10 @@ func listen(addr string, max int) (net.Listener, error) {
 }
 
 // serveStage serves the listeners of one phase; its stop shuts them down together, so that none
-// takes new connections while another waits for its requests in flight.
-func serveStage(p phase, lns []*listener, errc chan<- error, log *slog.Logger) stage {
+// takes new connections while another waits for its requests in flight. A listener whose serving
+// panics has stopped serving: that is reported as its failure (edge drains and exits, as when a
+// listener fails), not left as a port nobody answers.
+func serveStage(p phase, lns []*listener, errc chan<- error, log *slog.Logger, g *guard.Guard) stage {
 	name := "listeners"
 	if p == phaseOps {
 		name = "ops listener"
@@ -67,14 +71,17 @@ func serveStage(p phase, lns []*listener, errc chan<- error, log *slog.Logger) s
 					ln = tls.NewListener(ln, cfg)
 				}
 				log.Info("listening", "listener", shortName(l.setting), "addr", l.ln.Addr().String())
-				go func() { errc <- l.serve(ln, cfg) }()
+				go func() {
+					defer g.Recover("listener", func(bool) { errc <- fmt.Errorf("%s: serving crashed (a contained panic)", l.setting) })
+					errc <- l.serve(ln, cfg)
+				}()
 			}
 			return nil
 		},
 		stop: func(ctx context.Context) {
 			var wg sync.WaitGroup
 			for _, l := range lns {
-				wg.Go(func() { l.shutdown(ctx) })
+				wg.Go(g.Func("listener", func() { l.shutdown(ctx) }))
 			}
 			wg.Wait()
 		}}

@@ -6,19 +6,23 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // lineBuffer batches whole log lines into few writes: the access log writes one line per request,
 // and a write system call per line cost more than formatting it. Lines reach the output within
-// every (and all of them on Close).
+// every (and all of them on Close). A panic flushing ends the flushes on the clock (the guard's
+// "background"); lines still go out when the buffer fills and on Flush.
 type lineBuffer struct {
 	mu sync.Mutex
 	w  *bufio.Writer
 }
 
-func newLineBuffer(ctx context.Context, out io.Writer, every time.Duration) *lineBuffer {
+func newLineBuffer(ctx context.Context, out io.Writer, every time.Duration, g *guard.Guard) *lineBuffer {
 	b := &lineBuffer{w: bufio.NewWriterSize(out, 64<<10)}
 	go func() {
+		defer g.Recover("background", nil)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {

@@ -35,7 +35,7 @@ type opsParts struct {
 func newOps(cfg *config.Config, d deps, p opsParts) module {
 	h, grace := p.health, p.grace
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second}
-	l := httpListener("listen.ops", cfg.Listen.Ops, phaseOps, opsHandler(p), srv, d.log)
+	l := httpListener("listen.ops", cfg.Listen.Ops, phaseOps, d.guard.Handler("ops", opsHandler(p)), srv, d.log)
 	// Last down, when the drain is over: nothing left to wait for.
 	l.shutdown = func(context.Context) { srv.Close() }
 	return module{name: "ops",

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"gitlab.com/edge/edge/config"
@@ -23,8 +22,9 @@ type registryEvent struct {
 
 // openRegistry makes the agent registry: in memory, or in Redis (registry) when several edges
 // share the agents. Nothing connects before the registry stage starts.
-func (a *agents) openRegistry(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) error {
-	opts := discovery.RegistryOptions{Self: cfg.Listen.AdvertiseInternal, Registerer: reg}
+func (a *agents) openRegistry(cfg *config.Config, d deps) error {
+	log := d.log
+	opts := discovery.RegistryOptions{Self: cfg.Listen.AdvertiseInternal, Registerer: d.reg, Guard: d.guard}
 	if r := cfg.Registry; r != nil {
 		opts.TTL, opts.Refresh = r.TTL.Duration, r.Refresh.Duration
 		redis.SetLogger(redisLogger{log})
@@ -64,30 +64,40 @@ func (a *agents) run() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopRun = cancel
 	a.running.Go(func() {
+		defer a.guard.Recover("registry", nil)
 		if err := a.registry.Run(ctx); err != nil {
 			a.log.Error("registry stopped", "error", err)
 		}
 	})
 	a.running.Go(func() {
+		defer a.guard.Recover("registry", nil)
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case ev := <-a.events:
-				var err error
-				if ev.connected {
-					err = a.registry.Register(ctx, ev.info)
-				} else {
-					err = a.registry.Unregister(ctx, ev.info)
-				}
-				if err != nil {
-					a.log.Warn("registry write failed; kept locally and retried by the refresh loop",
-						"agent_id", ev.info.AgentID, "connected", ev.connected, "error", err)
-				}
+				a.record(ctx, ev)
 			}
 		}
 	})
 	return nil
+}
+
+// record passes one tunnel event to the registry. A panic fails that event only: the loop goes
+// on with the next (a connect is held locally before it is written, and the refresh loop writes
+// it, as after a failed write).
+func (a *agents) record(ctx context.Context, ev registryEvent) {
+	defer a.guard.Recover("registry", nil)
+	var err error
+	if ev.connected {
+		err = a.registry.Register(ctx, ev.info)
+	} else {
+		err = a.registry.Unregister(ctx, ev.info)
+	}
+	if err != nil {
+		a.log.Warn("registry write failed; kept locally and retried by the refresh loop",
+			"agent_id", ev.info.AgentID, "connected", ev.connected, "error", err)
+	}
 }
 
 // drainRegistry is the first step of a drain: other edges stop sending here, and requests

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -83,7 +84,11 @@ func (r *reloader) module() module {
 				start: func() error {
 					ctx, cancel := context.WithCancel(context.Background())
 					r.stopRun = cancel
-					go func() { defer close(r.done); r.run(ctx, 2*time.Second) }()
+					go func() {
+						defer r.edge.guard.Recover("reload", nil)
+						defer close(r.done)
+						r.run(ctx, 2*time.Second)
+					}()
 					return nil
 				},
 				stop: func(context.Context) { r.stopRun(); <-r.done }}},
@@ -144,6 +149,9 @@ func (r *reloader) run(ctx context.Context, poll time.Duration) {
 
 func (r *reloader) reload(why string) {
 	log := r.log.With("config", r.opts.Path, "trigger", why)
+	// A reload that panics is refused as a bad file is, and the watch goes on; the digest below
+	// is taken first, so the same file is not tried again until it changes.
+	defer r.edge.guard.Recover("reload", func(bool) { r.refuse(log, errors.New("the reload crashed (a contained panic)")) })
 	cfg, err := r.opts.Load()
 	// The digest of what was read, whatever came of it: a bad file is not retried until it changes.
 	r.sum, _ = r.watchedSum(cmp.Or(cfg, r.current))
@@ -155,11 +163,7 @@ func (r *reloader) reload(why string) {
 		err = r.edge.apply(next)
 	}
 	if err != nil {
-		r.reloads.WithLabelValues("error").Inc()
-		log.Error("config reload refused; the running config stays", "error", err)
-		r.mu.Lock()
-		r.last = ReloadStatus{Time: time.Now().UTC(), Result: "error", Error: err.Error(), Generation: r.last.Generation}
-		r.mu.Unlock()
+		r.refuse(log, err)
 		return
 	}
 	changed, restart := verdict(r.edge.modules, r.current, cfg)
@@ -174,6 +178,15 @@ func (r *reloader) reload(why string) {
 	r.generation.Inc()
 	r.reloads.WithLabelValues("ok").Inc()
 	log.Info("config reloaded", "cells", len(cfg.Cells), "changed", changed)
+}
+
+// refuse counts and logs a reload that did not take effect.
+func (r *reloader) refuse(log *slog.Logger, err error) {
+	r.reloads.WithLabelValues("error").Inc()
+	log.Error("config reload refused; the running config stays", "error", err)
+	r.mu.Lock()
+	r.last = ReloadStatus{Time: time.Now().UTC(), Result: "error", Error: err.Error(), Generation: r.last.Generation}
+	r.mu.Unlock()
 }
 
 // verdict is the modules' answer to a new config: every setting that changed, and of those the

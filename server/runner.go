@@ -14,6 +14,7 @@ import (
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"
@@ -45,6 +46,7 @@ type runner struct {
 	agents      *proxy.AgentRouter
 	controllers http.RoundTripper
 	log         *slog.Logger
+	guard       *guard.Guard
 	stop        context.CancelFunc
 	done        chan struct{}
 }
@@ -55,7 +57,7 @@ func newRunner(cfg *config.Config, d deps) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := discovery.NewHealth(discovery.HealthOptions{Registerer: reg, Log: log.With("component", "cell health")})
+	h, err := discovery.NewHealth(discovery.HealthOptions{Registerer: reg, Log: log.With("component", "cell health"), Guard: d.guard})
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +73,10 @@ func newRunner(cfg *config.Config, d deps) (*runner, error) {
 			TLSHandshakeTimeout:   5 * time.Second,
 			ResponseHeaderTimeout: 30 * time.Second,
 		},
-		log:  log,
-		stop: func() {},
-		done: make(chan struct{}),
+		log:   log,
+		guard: d.guard,
+		stop:  func() {},
+		done:  make(chan struct{}),
 	}, nil
 }
 
@@ -99,7 +102,11 @@ func (r *runner) module() module {
 			start: func() error {
 				ctx, cancel := context.WithCancel(context.Background())
 				r.stop = cancel
-				go func() { defer close(r.done); r.health.Run(ctx) }()
+				go func() {
+					defer r.guard.Recover("health_check", nil)
+					defer close(r.done)
+					r.health.Run(ctx)
+				}()
 				return nil
 			},
 			stop: func(context.Context) { r.stop(); <-r.done }}},
@@ -225,7 +232,7 @@ func (r *runner) admission(a *config.Admission) (*proxy.Admission, error) {
 	out := &proxy.Admission{DryRun: a.Mode == config.AdmissionDryRun}
 	for i, c := range a.Controllers {
 		ctl := &admission.Controller{Name: c.Name, URL: c.URL, Transport: r.controllers, Timeout: c.Timeout.Duration,
-			AdmitOnError: c.OnError == config.OnErrorAdmit, Cells: c.Cells}
+			AdmitOnError: c.OnError == config.OnErrorAdmit, Cells: c.Cells, Guard: r.guard}
 		if g := c.Agent; g != nil {
 			if r.agents == nil {
 				return nil, fmt.Errorf("runners.admission.controllers[%d].agent: this edge has no agent router", i)

@@ -56,6 +56,7 @@ type edge struct {
 	modules     []module
 	reload      *reloader
 	log         *slog.Logger
+	guard       *guard.Guard // the deps' guard, for the listeners and the reload
 	health      *health
 	runner      *runner
 	agents      *agents
@@ -72,6 +73,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 		return nil, err
 	}
 	d := deps{log: log, reg: reg, opts: opts, guard: g}
+	e.guard = g
 	tracer, tracingModule, err := newTracing(cfg, opts.Build)
 	if err != nil {
 		return nil, err
@@ -163,7 +165,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	errc := make(chan error, 16)
 	st := &stages{log: log}
-	if err := st.start(ctx, ordered(e.modules, errc, log)); err != nil {
+	if err := st.start(ctx, ordered(e.modules, errc, log, e.guard)); err != nil {
 		return err
 	}
 	select {

@@ -28,7 +28,7 @@ func TestAdvertiseInternalFlagOverridesConfig(t *testing.T) {
 func TestStageOrder(t *testing.T) {
 	e := buildFile(t, "../examples/workspaces.yaml")
 	var names []string
-	for _, s := range ordered(e.modules, nil, slog.New(slog.DiscardHandler)) {
+	for _, s := range ordered(e.modules, nil, slog.New(slog.DiscardHandler), nil) {
 		names = append(names, s.name)
 	}
 	want := []string{"ops listener", "access log", "reload signal", "cell health", "registry", "tunnels", "workspace authorizer",

@@ -80,6 +80,6 @@ func sshServer(cfg *config.Config, d deps, authz workspaceauth.SSHAuthorizer, ag
 		},
 		Recheck:         cfg.Workspaces.Session.Recheck.Duration,
 		AgentForwarding: w.AgentForwarding, RemoteForwarding: w.RemoteForwarding,
-		Log: d.log.With("component", "ssh"), Registerer: d.reg,
+		Log: d.log.With("component", "ssh"), Registerer: d.reg, Guard: d.guard,
 	})
 }

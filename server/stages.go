@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // stages run in order and stop in reverse.
@@ -14,7 +16,7 @@ type stages struct {
 
 // ordered is every stage of the modules by phase, module order within a phase, with the
 // listeners of a phase served by one stage at its start.
-func ordered(mods []module, errc chan<- error, log *slog.Logger) []stage {
+func ordered(mods []module, errc chan<- error, log *slog.Logger, g *guard.Guard) []stage {
 	var out []stage
 	for p := range numPhases {
 		var lns []*listener
@@ -26,7 +28,7 @@ func ordered(mods []module, errc chan<- error, log *slog.Logger) []stage {
 			}
 		}
 		if len(lns) > 0 {
-			out = append(out, serveStage(p, lns, errc, log))
+			out = append(out, serveStage(p, lns, errc, log, g))
 		}
 		for _, m := range mods {
 			for _, s := range m.stages {

@@ -32,7 +32,7 @@ func newTLS(cfg *config.Config, d deps, ws *workspaces) (*publicTLS, error) {
 	if cfg.TLS != nil {
 		addr = cfg.TLS.RedirectHTTP
 	}
-	t.redirect = httpListener("tls.redirect_http", addr, phaseTraffic, redirectHandler(cfg.Listen.Public, t.acme),
+	t.redirect = httpListener("tls.redirect_http", addr, phaseTraffic, d.guard.Handler("redirect", redirectHandler(cfg.Listen.Public, t.acme)),
 		&http.Server{ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout.Duration, IdleTimeout: cfg.Limits.IdleTimeout.Duration}, d.log)
 	return t, nil
 }

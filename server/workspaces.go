@@ -11,6 +11,7 @@ import (
 
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/workspaceauth"
 )
@@ -31,6 +32,7 @@ type workspaces struct {
 	ssh       workspaceauth.SSHAuthorizer // the same authorizer, for SSH logins
 	agents    *agents
 	log       *slog.Logger
+	guard     *guard.Guard
 	stopAuthz context.CancelFunc
 }
 
@@ -38,7 +40,7 @@ type workspaces struct {
 // only says that turning them on needs a restart.
 func newWorkspaces(cfg *config.Config, d deps, agents *agents) (*workspaces, error) {
 	w := cfg.Workspaces
-	p := &workspaces{agents: agents, log: d.log, stopAuthz: func() {}}
+	p := &workspaces{agents: agents, log: d.log, guard: d.guard, stopAuthz: func() {}}
 	if w == nil {
 		return p, nil
 	}
@@ -98,7 +100,8 @@ func (p *workspaces) run() error {
 	if p.static != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopAuthz = cancel
-		go p.static.Run(ctx, time.Second)
+		// A crash ends the re-reading only: the rules last read stay in force.
+		p.guard.Go("background", func() { p.static.Run(ctx, time.Second) })
 	}
 	return nil
 }
@@ -118,7 +121,7 @@ func (p *workspaces) routes(cfg *config.Config, next *table) error {
 		Forward: func(w http.ResponseWriter, r *http.Request, agentID string, port int) {
 			p.agents.router.Forward(w, r, proxy.AgentTarget{AgentID: agentID, Port: port, Path: r.URL.Path, RawPath: r.URL.RawPath})
 		},
-		Metrics: parts.metrics, Log: p.log.With("component", "workspaces"),
+		Metrics: parts.metrics, Log: p.log.With("component", "workspaces"), Guard: p.guard,
 	})
 	if err != nil {
 		return cli.UsageError{Err: fmt.Errorf("workspaces: %w", err)}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/server"
 	"gitlab.com/edge/edge/tunnel"
@@ -128,6 +129,10 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 	}
 	b := server.ReadBuildInfo()
 	reg := server.NewRegistry(b)
+	g, err := guard.New(log, reg)
+	if err != nil {
+		return err
+	}
 	tracer, err := server.NewAgentTracer(a.Tracing, b)
 	if err != nil {
 		return err
@@ -157,6 +162,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 		PerRequest: tracer != nil,
 		Logger:     log,
 		Metrics:    reg,
+		Guard:      g,
 	})
 	if err != nil {
 		return usageError{Err: err}
@@ -171,8 +177,9 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 			}
 			fmt.Fprintf(w, "connected %d\n", connected)
 		})
-		srv := &http.Server{Addr: a.Ops, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Addr: a.Ops, Handler: g.Handler("ops", mux), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
+			defer g.Recover("listener", nil)
 			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
 				log.Error("agent ops listener failed", "error", err)
 			}
