@@ -33,6 +33,9 @@ type Options struct {
 	// Guard contains the panics of the goroutines a request starts (nil: contained, logged to
 	// standard error, not counted): a panic fails that member's part of the request.
 	Guard *guard.Guard
+	// EventWriteBound is how long one watch event may take to reach its client before the watch
+	// is cut (0: eventWriteBound, 60 s).
+	EventWriteBound time.Duration
 }
 
 // Proxy is the aggregated API.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // event is one watch event of a member, or the end of its stream (err set, or io.EOF).
@@ -71,7 +72,10 @@ func (p *Proxy) watch(w http.ResponseWriter, r *http.Request, req request, user 
 		if v := objectRV(ev.Object); v != "" {
 			global[ev.member] = v
 		}
-		p.writeEvent(w, ev.Type, stampEvent(ev.Object, ev.member, global.encode()))
+		if err := p.writeEvent(w, ev.Type, stampEvent(ev.Object, ev.member, global.encode())); err != nil {
+			p.log.Info("watch client not reading or gone; ending the watch", "error", err)
+			return
+		}
 	}
 }
 
@@ -176,13 +180,33 @@ func (p *Proxy) startStream(w http.ResponseWriter) {
 	http.NewResponseController(w).Flush()
 }
 
-func (p *Proxy) writeEvent(w http.ResponseWriter, typ string, obj json.RawMessage) {
+// eventWriteBound is how long one event may take to reach a watch's client: a client that stops
+// reading is cut after it (its members' watches closed), as nginx's send_timeout cuts one.
+const eventWriteBound = 60 * time.Second
+
+func (p *Proxy) eventWriteBound() time.Duration {
+	if p.o.EventWriteBound > 0 {
+		return p.o.EventWriteBound
+	}
+	return eventWriteBound
+}
+
+// writeEvent writes one event within eventWriteBound; an error ends the watch.
+func (p *Proxy) writeEvent(w http.ResponseWriter, typ string, obj json.RawMessage) error {
 	b, _ := json.Marshal(struct {
 		Type   string          `json:"type"`
 		Object json.RawMessage `json:"object"`
 	}{typ, obj})
-	w.Write(append(b, '\n'))
-	http.NewResponseController(w).Flush()
+	rc := http.NewResponseController(w)
+	bounded := rc.SetWriteDeadline(time.Now().Add(p.eventWriteBound())) == nil
+	_, err := w.Write(append(b, '\n'))
+	if err == nil {
+		err = rc.Flush()
+	}
+	if bounded && err == nil {
+		err = rc.SetWriteDeadline(time.Time{})
+	}
+	return err
 }
 
 // objectRV reads an event object's resourceVersion (a Table's own, or its single row's object's).

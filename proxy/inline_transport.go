@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"gitlab.com/edge/edge/tunnel"
 )
 
 // InlineTransport carries a plain-HTTP/1.1 request on the goroutine that asks: it writes the
@@ -107,12 +109,12 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			// Answered at once: read here, as any request, with a reader at once (the answer has
 			// begun: looking for it again would cost a system call).
-			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
 			c.reader()
 			resp, err = c.afterSend(req, t.responseHeaderTimeout)
 		} else {
 			// A canceled request (the client went away) unblocks whatever the connection is doing.
-			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
 			resp, err = c.roundTrip(req, t.responseHeaderTimeout)
 		}
 		if err != nil {
@@ -176,7 +178,7 @@ func (t *InlineTransport) resume(req *http.Request, slot *parkSlot) (*http.Respo
 	c := slot.conn
 	slot.conn = nil
 	ctx := req.Context()
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
 	resp, err := c.answer(req, t.responseHeaderTimeout)
 	if err != nil {
 		stop()
@@ -323,6 +325,12 @@ func (c *inlineConn) send(req *http.Request) error {
 		whole.Body = io.NopCloser(b.Reader)
 		req = &whole
 	}
+	// A body a socket's buffer takes whole never waits for the cell to read; a larger one
+	// (routing.body_token_limit raised) is bounded as relays are.
+	if req.ContentLength > unboundedSend {
+		c.SetWriteDeadline(time.Now().Add(tunnel.WriteStall))
+		defer c.SetWriteDeadline(time.Time{})
+	}
 	bw := c.t.writers.Get().(*bufio.Writer)
 	bw.Reset(c.Conn)
 	err := req.Write(bw)
@@ -333,6 +341,10 @@ func (c *inlineConn) send(req *http.Request) error {
 	c.t.writers.Put(bw)
 	return err
 }
+
+// unboundedSend is the largest body the inline transport writes without a write deadline: less
+// than a loopback or LAN socket's send buffer, and than a tunnel stream's window.
+const unboundedSend = 64 << 10
 
 // awaitAnswer waits, without a buffer when the connection is a socket, until the answer begins
 // (or the connection ends or a deadline passes), then takes a reader.

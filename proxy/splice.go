@@ -88,7 +88,7 @@ func (a *AgentRouter) spliceable(r *http.Request, at *attempt) bool {
 func (a *AgentRouter) spliceUsed() {
 	a.spliceTraffic.Store(true)
 	if a.sweepArmed.CompareAndSwap(false, true) {
-		time.AfterFunc(a.spliceSweep, a.sweepPeerSplices)
+		time.AfterFunc(a.spliceSweep, a.o.Guard.Func("background", a.sweepPeerSplices))
 	}
 }
 
@@ -96,7 +96,7 @@ func (a *AgentRouter) spliceUsed() {
 func (a *AgentRouter) sweepPeerSplices() {
 	a.peerSplices.CloseIdleConnections()
 	if a.spliceTraffic.Swap(false) {
-		time.AfterFunc(a.spliceSweep, a.sweepPeerSplices)
+		time.AfterFunc(a.spliceSweep, a.o.Guard.Func("background", a.sweepPeerSplices))
 		return
 	}
 	a.sweepArmed.Store(false)
@@ -189,7 +189,7 @@ func (a *AgentRouter) dialHolder(ctx context.Context, _, _ string) (net.Conn, er
 	}
 	raw, _ := nc.(syscall.Conn)
 	conn := nc
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
 	defer stop()
 	if u.Scheme == "https" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}

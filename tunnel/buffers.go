@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"gitlab.com/edge/edge/internal/guard"
 )
@@ -54,6 +55,21 @@ func (b *BufferPool) putBulk(v *[bulkBufferSize]byte) { b.bulk.Put(v) }
 // streaming), giving it back at the first short read: an idle stream holds 16 KiB per direction,
 // and a transfer still moves large frames.
 func pipe(dst io.Writer, src io.Reader, pool *BufferPool) (int64, error) {
+	return pipeStalling(dst, src, pool, WriteStall)
+}
+
+// WriteStall bounds how long one write of a relay or a body copied onto a stream may wait for
+// its reader: a peer that stops reading (a client that never reads its answer, an agent whose
+// stream is stuck) is cut after it instead of holding both ends. nginx's send_timeout (60 s by
+// default) is the model: a bound between two writes, not on a whole transfer.
+const WriteStall = 60 * time.Second
+
+// pipeStalling is pipe with the write bound given.
+func pipeStalling(dst io.Writer, src io.Reader, pool *BufferPool, stall time.Duration) (int64, error) {
+	dl, _ := dst.(interface{ SetWriteDeadline(time.Time) error })
+	if dl != nil {
+		defer dl.SetWriteDeadline(time.Time{}) // a kept stream's next user starts without one
+	}
 	var small [spliceSmallBuffer]byte
 	buf := small[:]
 	var big *[bulkBufferSize]byte
@@ -66,6 +82,9 @@ func pipe(dst io.Writer, src io.Reader, pool *BufferPool) (int64, error) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			if dl != nil {
+				dl.SetWriteDeadline(time.Now().Add(stall))
+			}
 			m, werr := dst.Write(buf[:n])
 			written += int64(m)
 			if werr != nil {

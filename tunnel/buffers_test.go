@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // writeSizes is a connection that keeps what is written to it and the size of each write.
@@ -15,6 +16,8 @@ type writeSizes struct {
 	got   bytes.Buffer
 	sizes []int
 }
+
+func (w *writeSizes) SetWriteDeadline(time.Time) error { return nil }
 
 func (w *writeSizes) Write(p []byte) (int, error) {
 	w.sizes = append(w.sizes, len(p))

@@ -161,7 +161,7 @@ func (f *frameWriter) fail(err error) {
 
 // close writes what is queued (for up to closeFlushTimeout), then closes c.
 func (f *frameWriter) close(c io.Closer) error {
-	timer := time.AfterFunc(closeFlushTimeout, func() {
+	timer := time.AfterFunc(closeFlushTimeout, func() { // guard: only fails the writer under its lock
 		f.mu.Lock()
 		f.fail(net.ErrClosed)
 		f.cond.Broadcast()

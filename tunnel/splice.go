@@ -87,7 +87,7 @@ func (c *Conn) openSplice(ctx context.Context, port int) (net.Conn, error) {
 		m.WithLabelValues("error").Inc()
 		return nil, fmt.Errorf("%w: %w", errOpenStream, err)
 	}
-	stop := context.AfterFunc(ctx, func() { st.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { st.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
 	conn, err := spliceHandshake(st, port)
 	if !stop() && err == nil {
 		conn.Close()

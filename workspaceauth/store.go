@@ -89,7 +89,7 @@ func (s *MemoryStore) Put(_ context.Context, key, client string, value []byte, t
 		s.counted++
 	}
 	if s.sweeper == nil {
-		s.sweeper = time.AfterFunc(s.every, s.sweep)
+		s.sweeper = time.AfterFunc(s.every, s.sweep) // guard: drops expired values under its lock
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // TestEveryGoroutineGuarded holds issue 24's rule: every goroutine edge starts runs under the
-// guard. A go statement must be go func() { defer x.Recover(...); ... }(), and what a
+// guard (time.AfterFunc and context.AfterFunc callbacks included). A go statement must be go func() { defer x.Recover(...); ... }(), and what a
 // WaitGroup or errgroup runs (x.Go(f)) must be y.Func(...) or a func literal that begins with
 // defer x.Recover(...); (*Guard).Go("where", f) is the guard itself. Anything else needs a
 // "// guard: why it cannot panic" comment on its line or the line above.
@@ -29,7 +29,10 @@ func TestUnguardedIsFound(t *testing.T) {
 	dir := t.TempDir()
 	src := `package p
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 func f(g interface{ Recover(string, func(bool)); Func(string, func()) func(); Go(string, func()) }) {
 	var wg sync.WaitGroup
@@ -44,6 +47,9 @@ func f(g interface{ Recover(string, func(bool)); Func(string, func()) func(); Go
 	wg.Go(func() { defer g.Recover("x", nil); work() })
 	wg.Go(g.Func("x", work))
 	g.Go("x", work)
+	time.AfterFunc(time.Second, work)
+	time.AfterFunc(time.Second, g.Func("x", work))
+	time.AfterFunc(time.Second, work) // guard: only works
 }
 
 func work() {}
@@ -52,7 +58,7 @@ func work() {}
 		t.Fatal(err)
 	}
 	got := unguarded(t, dir)
-	want := []string{"p.go:7: go statement", "p.go:8: go statement", "p.go:13: Go(work)", "p.go:14: Go(func literal)"}
+	want := []string{"p.go:10: go statement", "p.go:11: go statement", "p.go:16: Go(work)", "p.go:17: Go(func literal)", "p.go:21: AfterFunc"}
 	if len(got) != len(want) {
 		t.Fatalf("found %d:\n%s\nwant %d", len(got), strings.Join(got, "\n"), len(want))
 	}
@@ -136,6 +142,14 @@ func check(fset *token.FileSet, f *ast.File, rel string) []string {
 			}
 		case *ast.CallExpr:
 			sel, ok := n.Fun.(*ast.SelectorExpr)
+			if ok && sel.Sel.Name == "AfterFunc" && len(n.Args) == 2 {
+				// time.AfterFunc and context.AfterFunc run f on a goroutine of their own.
+				if !guardedFunc(n.Args[1]) && !excused(n) {
+					out = append(out, fmt.Sprintf("%s:%d: AfterFunc outside the guard (g.Func(where, f), or // guard: why it cannot panic)",
+						rel, fset.Position(n.Pos()).Line))
+				}
+				return true
+			}
 			if !ok || sel.Sel.Name != "Go" {
 				return true
 			}
