@@ -57,7 +57,8 @@ bench:
 
 # The chaos soak (bench/cmd/chaossoak; not part of make test or make bench): three edges, three
 # cells, Redis and two agents under runner and workspace load while a fault script kills -9 and
-# restarts them, 10 minutes of chaos (about 15 in all); chaos.md and chaos.json go into
+# restarts them, has a cell cut an answer to a parked poll mid-body and exit, and has runners
+# reset parked polls; 10 minutes of chaos (about 15 in all); chaos.md and chaos.json go into
 # $(BENCH_RESULTS). make soak SOAK_FLAGS=-quick: 90 s of chaos (about 4 minutes in all).
 SOAK_FLAGS ?=
 soak:

@@ -31,6 +31,10 @@ const (
 	// LedgerStarted: a cell process started (Incarnation 0 first, then one more per restart)
 	// after restoring Restored jobs.
 	LedgerStarted = "started"
+	// LedgerCut: the cell cut its 201 to the job request Req, which hands out job ID, in the
+	// middle of the body and exited (the chaos soak's cell-mid-answer fault). Written after the
+	// claimed line and before the first byte of the answer: no runner can have the job.
+	LedgerCut = "cut"
 )
 
 // RequestIDHeader carries a unique id per request from the soak's clients; edge passes it on,
@@ -57,6 +61,7 @@ type LedgerClaim struct {
 	At          time.Time
 	Req         string // the job request's Soak-Request-Id
 	Incarnation int    // which cell process handed it out
+	Cut         bool   // the cell cut this answer mid-body and exited (LedgerCut)
 }
 
 // LedgerJob is what a ledger says of one job.
@@ -159,6 +164,12 @@ func (l *Ledger) Add(e LedgerEntry) {
 		j.Claims = append(j.Claims, LedgerClaim{At: at, Req: e.Req, Incarnation: e.Incarnation})
 		if j.State == "pending" {
 			j.State = "running"
+		}
+	case LedgerCut:
+		for i := range j.Claims {
+			if j.Claims[i].Req == e.Req {
+				j.Claims[i].Cut = true
+			}
 		}
 	case LedgerUpdated:
 		if e.State != "" && e.State != "pending" {

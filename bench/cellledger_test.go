@@ -18,20 +18,22 @@ func TestReadLedger(t *testing.T) {
 		`{"t":1007,"ev":"seen","cell":2,"req":"r2","route":"jobs/:id"}`,
 		`{"t":1008,"ev":"claimed","cell":2,"id":8,"req":"r3","incarnation":1}`,
 		`{"t":1009,"ev":"claimed","cell":2,"id":8,"req":"r4","incarnation":1}`,
+		`{"t":1009,"ev":"cut","cell":2,"id":8,"req":"r4","incarnation":1}`,
 		`{"t":1010,"ev":"que`, // cut by a kill -9
 	}, "\n")
 	l, err := ReadLedger(strings.NewReader(in))
 	if err != nil {
 		t.Fatalf("ReadLedger: %v", err)
 	}
-	if !l.Partial || l.Lines() != 10 || len(l.Starts) != 1 {
-		t.Errorf("partial=%v lines=%d starts=%d, want true 10 1", l.Partial, l.Lines(), len(l.Starts))
+	if !l.Partial || l.Lines() != 11 || len(l.Starts) != 1 {
+		t.Errorf("partial=%v lines=%d starts=%d, want true 11 1", l.Partial, l.Lines(), len(l.Starts))
 	}
 	j7 := l.Jobs[7]
 	if j7 == nil || j7.State != "success" || string(j7.Trace) != "hi" || j7.Token != "glcbt-7" || len(j7.Claims) != 1 || j7.Queued.IsZero() {
 		t.Fatalf("job 7: %+v", j7)
 	}
-	if j8 := l.Jobs[8]; len(j8.Claims) != 2 || j8.State != "running" || j8.Claims[1].Req != "r4" || j8.Claims[1].Incarnation != 1 {
+	if j8 := l.Jobs[8]; len(j8.Claims) != 2 || j8.State != "running" || j8.Claims[1].Req != "r4" || j8.Claims[1].Incarnation != 1 ||
+		j8.Claims[0].Cut || !j8.Claims[1].Cut {
 		t.Errorf("job 8: %+v", j8)
 	}
 	if got := l.Order; len(got) != 2 || got[0] != 7 || got[1] != 8 {

@@ -32,9 +32,24 @@ const (
 type slot struct {
 	name   string
 	proc   *bench.Proc
-	starts int  // processes started so far
-	kills  int  // killed by the fault script
-	down   bool // the fault script killed it and has not seen it ready again
+	runs   []*procRun // every process started, proc the last
+	starts int        // processes started so far
+	kills  int        // killed by the fault script
+	down   bool       // the fault script killed it (or had it exit) and has not seen it ready again
+}
+
+// How the fault script ended a process.
+const (
+	endKill = "kill -9"
+	endCut  = "exited after cutting an answer, as asked"
+)
+
+// procRun is one process of a slot and how it ended.
+type procRun struct {
+	proc     *bench.Proc
+	started  time.Time
+	ended    string    // endKill, endCut; "" when the fault script did not end it
+	exitedAt time.Time // zero while it runs
 }
 
 type cellSlot struct {
@@ -70,8 +85,9 @@ type cluster struct {
 	internalKey      string
 	apiToken         string
 	http             *http.Client
+	stopping         bool // the soak is stopping every process: exits are no longer news
 
-	mu        sync.Mutex // guards the slots' proc, starts, kills and down
+	mu        sync.Mutex // guards the slots' proc, runs, starts, kills and down, and stopping
 	redisAddr string
 	redis     *slot
 	cells     [3]*cellSlot
@@ -233,10 +249,33 @@ func (c *cluster) launch(s *slot, argv []string, o bench.StartOptions) (*bench.P
 	if err != nil {
 		return nil, err
 	}
+	run := &procRun{proc: p, started: time.Now()}
 	c.mu.Lock()
 	s.proc = p
+	s.runs = append(s.runs, run)
 	c.mu.Unlock()
+	go c.watchExit(run)
 	return p, nil
+}
+
+// watchExit notes when a process exits and says so at once when the fault script did not end it.
+func (c *cluster) watchExit(run *procRun) {
+	<-run.proc.Done()
+	c.mu.Lock()
+	run.exitedAt = time.Now()
+	unasked := run.ended == "" && !c.stopping
+	c.mu.Unlock()
+	if unasked {
+		logf(c.out, "%s EXITED UNASKED (%v)", run.proc.Name, run.proc.Err())
+	}
+}
+
+// stopAll stops every process, after which an exit is expected.
+func (c *cluster) stopAll() {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	c.sup.StopAll()
 }
 
 func (c *cluster) startRedis(ctx context.Context) error {
@@ -431,6 +470,9 @@ func (c *cluster) kill(s *slot) error {
 	p := s.proc
 	s.kills++
 	s.down = true
+	if run := s.runs[len(s.runs)-1]; !p.Exited() {
+		run.ended = endKill // one that exited before stays an exit unasked
+	}
 	c.mu.Unlock()
 	if err := p.Signal(syscall.SIGKILL); err != nil {
 		return err
@@ -464,14 +506,49 @@ func (c *cluster) slots() []*slot {
 	return out
 }
 
-// exitedUnexpectedly names the processes that exited without the fault script killing them.
+// expectExit notes that the slot's process is about to exit because the fault script asks it to
+// (how), and returns it; undo takes that back when the asking failed.
+func (c *cluster) expectExit(s *slot, how string) (p *bench.Proc, undo func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	run := s.runs[len(s.runs)-1]
+	run.ended, s.down = how, true
+	return s.proc, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		run.ended, s.down = "", false
+	}
+}
+
+// exitedUnexpectedly names the processes, of every start, that exited without the fault script
+// ending them.
 func (c *cluster) exitedUnexpectedly() []error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []error
 	for _, s := range c.slots() {
-		if s.proc != nil && !s.down && s.proc.Exited() {
-			out = append(out, s.proc.Failure())
+		for _, run := range s.runs {
+			if run.ended == "" && run.proc.Exited() {
+				out = append(out, run.proc.Failure())
+			}
+		}
+	}
+	return out
+}
+
+// processes is every process started so far and how it ended, for the judge.
+func (c *cluster) processes() []procExit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []procExit
+	for _, s := range c.slots() {
+		_, edge := strings.CutPrefix(s.name, "edge")
+		for _, run := range s.runs {
+			pe := procExit{Name: run.proc.Name, Edge: edge, Ended: run.ended, Started: run.started}
+			if run.proc.Exited() {
+				pe.Exited, pe.ExitedAt, pe.Err = true, run.exitedAt, fmt.Sprint(run.proc.Err())
+			}
+			out = append(out, pe)
 		}
 	}
 	return out

@@ -8,15 +8,21 @@ import (
 	"time"
 )
 
-// The kinds of fault, each done by kill -9 and a start of the same thing on the same ports.
+// The kinds of fault. The first four are a kill -9 and a start of the same thing on the same
+// ports; a cell-mid-answer is a cell asked to cut its next answer handing out a job to a parked
+// poll in the middle of the body and exit at once (a worker restarted during a deploy), then
+// started again like a cell; a runner-reset-parked is runners resetting their connections
+// (SO_LINGER 0) while edge has their job requests parked, some after a byte of a next request.
 const (
-	faultEdge  = "edge"
-	faultRedis = "redis"
-	faultCell  = "cell"
-	faultAgent = "agent"
+	faultEdge        = "edge"
+	faultRedis       = "redis"
+	faultCell        = "cell"
+	faultAgent       = "agent"
+	faultCellCut     = "cell-mid-answer"
+	faultRunnerReset = "runner-reset-parked"
 )
 
-var faultKinds = []string{faultEdge, faultRedis, faultCell, faultAgent}
+var faultKinds = []string{faultEdge, faultRedis, faultCell, faultAgent, faultCellCut, faultRunnerReset}
 
 // recoverTimeout bounds how long edge may take, once the faulted thing is back, to see it again.
 const recoverTimeout = 60 * time.Second
@@ -36,6 +42,7 @@ type fault struct {
 	// (through the registry for other edges). Zero: not within recoverTimeout.
 	Recovered time.Time
 	Err       string
+	Note      string // what the fault did, beyond its window (the job cut, the polls reset)
 }
 
 // faultLog is the faults so far; the load reads it while the script appends.
@@ -68,8 +75,8 @@ func (l *faultLog) update(f *fault, change func(*fault)) {
 }
 
 // runFaults is the fault script: until until, wait a random gap (after the previous fault's
-// recovery), then fault the next kind of a shuffled round of the four kinds, so each kind comes
-// up once every four faults (-faults: of the kinds given). Edges are drawn from those other than witness, which is never
+// recovery), then fault the next kind of a shuffled round of the kinds, so each kind comes up
+// once a round (-faults: of the kinds given). Edges are drawn from those other than witness, which is never
 // killed: its memory and goroutines are the leak check.
 func (s *soak) runFaults(ctx context.Context, rng *rand.Rand, until time.Time, witness int) {
 	var round []string
@@ -98,28 +105,37 @@ func (s *soak) runFaults(ctx context.Context, rng *rand.Rand, until time.Time, w
 			f.Target = s.c.edges[target].name
 		case faultRedis:
 			f.Target = "redis"
-		case faultCell:
+		case faultCell, faultCellCut:
 			target = rng.IntN(len(s.c.cells))
 			f.Target = s.c.cells[target].name
 		case faultAgent:
 			target = rng.IntN(len(s.c.agents))
 			f.Target = s.c.agents[target].name
+		case faultRunnerReset:
+			f.Target = fmt.Sprintf("%d parked polls", resetRunners)
 		}
 		down := time.Duration(rng.Int64N(int64(s.o.down) + 1))
 		s.faults.add(f)
-		s.doFault(ctx, f, target, down)
+		var resets []resetPlan
+		if kind == faultRunnerReset {
+			resets = s.planResets(rng, f.N)
+		}
+		s.doFault(ctx, f, target, down, resets)
 		if ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-// doFault kills the target, waits down, starts it again, and notes when it was back and when every edge saw
-// it again.
-func (s *soak) doFault(ctx context.Context, f *fault, target int, down time.Duration) {
+// doFault stops the target (kill -9, or the cell's cut and exit), waits down, starts it again,
+// and notes when it was back and when every edge saw it again. A runner-reset-parked has
+// nothing to start again: it is over when its runners have reset.
+func (s *soak) doFault(ctx context.Context, f *fault, target int, down time.Duration, resets []resetPlan) {
 	c := s.c
 	var sl *slot
 	var restart func() error
+	stop := func() error { return c.kill(sl) }
+	what := fmt.Sprintf("kill -9 %s, down for %.1fs", f.Target, down.Seconds())
 	switch f.Kind {
 	case faultEdge:
 		es := c.edges[target]
@@ -147,23 +163,34 @@ func (s *soak) doFault(ctx context.Context, f *fault, target int, down time.Dura
 	case faultAgent:
 		sl = &c.agents[target].slot
 		restart = func() error { return c.startAgent(ctx, target) }
+	case faultCellCut:
+		sl = &c.cells[target].slot
+		stop = func() error { return s.cutAnswer(ctx, f, target) }
+		restart = func() error { return c.startCell(ctx, target) }
+		what = fmt.Sprintf("%s to cut its next answer handing out a job to a poll held %s and exit, down for %.1fs", f.Target, cutHeld, down.Seconds())
+	case faultRunnerReset:
+		stop = func() error { return s.resetParked(ctx, f, resets) }
+		what = fmt.Sprintf("%d runners reset their job requests once parked", len(resets))
 	}
-	logf(s.out, "fault %d: kill -9 %s, down for %.1fs", f.N, f.Target, down.Seconds())
+	logf(s.out, "fault %d: %s", f.N, what)
 	s.faults.update(f, func(f *fault) { f.Start = time.Now() })
-	if err := c.kill(sl); err != nil {
+	if err := stop(); err != nil {
+		logf(s.out, "fault %d: %v", f.N, err)
 		s.faults.update(f, func(f *fault) { f.Err = err.Error() })
 		return
 	}
 	s.faults.update(f, func(f *fault) { f.Killed = time.Now() })
-	if err := sleep(ctx, down); err != nil {
-		return
+	if restart != nil {
+		if err := sleep(ctx, down); err != nil {
+			return
+		}
+		if err := restart(); err != nil {
+			logf(s.out, "fault %d: %s not back: %v", f.N, f.Target, err)
+			s.faults.update(f, func(f *fault) { f.Err = err.Error() })
+			return
+		}
+		c.up(sl)
 	}
-	if err := restart(); err != nil {
-		logf(s.out, "fault %d: %s not back: %v", f.N, f.Target, err)
-		s.faults.update(f, func(f *fault) { f.Err = err.Error() })
-		return
-	}
-	c.up(sl)
 	s.faults.update(f, func(f *fault) { f.End = time.Now() })
 	var why string
 	err := waitFor(ctx, recoverTimeout, func() bool {
@@ -176,13 +203,16 @@ func (s *soak) doFault(ctx context.Context, f *fault, target int, down time.Dura
 		return true
 	})
 	snap := s.faults.snapshot()[f.N-1]
+	back := fmt.Sprintf("%s back after %.1fs", f.Target, snap.End.Sub(snap.Start).Seconds())
+	if restart == nil {
+		back = fmt.Sprintf("over after %.1fs", snap.End.Sub(snap.Start).Seconds())
+	}
 	if err != nil {
-		logf(s.out, "fault %d: %s back after %.1fs, but the edges did not all see it within %s: %s", f.N, f.Target, snap.End.Sub(snap.Start).Seconds(), recoverTimeout, why)
+		logf(s.out, "fault %d: %s, but the edges did not all see every cell and agent within %s: %s", f.N, back, recoverTimeout, why)
 		return
 	}
 	s.faults.update(f, func(f *fault) { f.Recovered = time.Now() })
-	logf(s.out, "fault %d: %s back after %.1fs, seen by every edge %.1fs later", f.N, f.Target,
-		snap.End.Sub(snap.Start).Seconds(), time.Since(snap.End).Seconds())
+	logf(s.out, "fault %d: %s, seen by every edge %.1fs later", f.N, back, time.Since(snap.End).Seconds())
 }
 
 // waitFor calls cond every 100 ms until it is true, timeout passes or ctx ends.

@@ -22,7 +22,20 @@ type evidence struct {
 	queued       map[uint64]time.Time     // jobs the soak queued (the cell answered 200)
 	queueRefused int
 	upstreamDups map[string]map[string][]time.Time // agent -> request id -> arrivals, of ids seen twice
+	resets       []resetPoll                       // job requests their runners reset while parked
+	procs        []procExit                        // every process started and how it ended
 	t0           time.Time                         // offsets in the report are from here
+}
+
+// procExit is one process of the cluster and how it ended, as the judge reads it.
+type procExit struct {
+	Name     string // edge1, edge1.2, cell3.4, ...
+	Edge     bool
+	Ended    string // how the fault script ended it (endKill, endCut); "" when it did not
+	Started  time.Time
+	Exited   bool
+	ExitedAt time.Time
+	Err      string // the exit status, once exited
 }
 
 // jobsReport is the job accounting.
@@ -43,7 +56,50 @@ type jobsReport struct {
 	LostOutside        []lostJob `json:"lost_outside"`         // handed out, the answer lost outside any fault window
 	StillQueued        []uint64  `json:"still_queued"`         // never handed out
 	NotInLedger        []uint64  `json:"not_in_ledger"`        // queued by the soak, absent from its cell's ledger
+
+	// CutAtCell: handed out in a 201 the cell cut mid-body before it exited (cell-mid-answer);
+	// lost at the cell, not by edge: no runner may have it.
+	CutAtCell []cutJob `json:"cut_at_cell"`
+	// OntoReset: handed out in the answer to a job request its runner had reset (or reset as the
+	// answer came): a job handed to nobody, as a cut one.
+	OntoReset []resetJob `json:"handed_onto_reset_polls"`
 }
+
+// cutJob is a job whose 201 the cell cut mid-body.
+type cutJob struct {
+	ID     uint64  `json:"id"`
+	Cell   uint64  `json:"cell"`
+	Req    string  `json:"request"`
+	AtS    float64 `json:"at_s"`
+	Runner int     `json:"runner"`
+	// RunnerSaw is what the job request ended with; OK when it failed as a cut answer must
+	// (an edge-made 502 or the connection closed), the runner polled again, and no runner got
+	// the job.
+	RunnerSaw   string `json:"runner_saw"`
+	PolledAgain bool   `json:"polled_again"`
+	Received    bool   `json:"received"` // a runner got the job all the same: must never be
+	OK          bool   `json:"ok"`
+	Fault       string `json:"fault"`
+}
+
+// resetJob is a job handed out onto a reset poll.
+type resetJob struct {
+	ID       uint64 `json:"id"`
+	Cell     uint64 `json:"cell"`
+	Req      string `json:"request"`
+	Edge     int    `json:"edge"`
+	WithByte bool   `json:"with_byte"`
+	// AfterResetMS is from the reset to the cell's claim: below 0, the cell handed it out as
+	// the runner reset (the runner's doing); above lateClaim without a byte of a next request,
+	// edge did not close the cell's request when the runner went away.
+	AfterResetMS int64  `json:"after_reset_ms"`
+	Late         bool   `json:"late"`
+	Fault        string `json:"fault"`
+}
+
+// lateClaim bounds how long after a runner's reset (without a byte of a next request) edge may
+// take to close the cell's request: a claim later than that is edge holding a dead poll.
+const lateClaim = time.Second
 
 // lostJob is a job a cell handed out whose 201 never reached a runner.
 type lostJob struct {
@@ -72,8 +128,21 @@ type kindCount struct {
 	Outside int    `json:"failed_outside"`
 }
 
+// exitsReport is how the processes ended.
+type exitsReport struct {
+	EdgeProcesses int `json:"edge_processes"` // started, restarts included
+	EdgeKilled    int `json:"edge_killed"`    // ended by the fault script's kill -9
+	// EdgeOther are edge processes that exited otherwise (a crash): there must be none.
+	EdgeOther []string `json:"edge_other_exits"`
+	// Asked are processes the fault script had exit otherwise than by a kill -9 (a cell that cut
+	// an answer).
+	Asked []string `json:"asked_to_exit"`
+}
+
 // verdict is what judge finds.
 type verdict struct {
+	Exits          exitsReport    `json:"exits"`
+	Resets         resetsReport   `json:"resets"`
 	Jobs           jobsReport     `json:"jobs"`
 	Requests       []kindCount    `json:"requests"`
 	Edge5xx        []failureCount `json:"edge_5xx"`       // by status and cause
@@ -191,6 +260,8 @@ func judge(ev evidence) verdict {
 	v.Edge5xx = sortedCounts(edge5xx)
 	v.OtherFailures = sortedCounts(other)
 	v.Jobs = judgeJobs(ev, byReq)
+	v.Exits = judgeExits(ev.procs, ev.t0)
+	v.Resets = countResets(ev.resets)
 	// A request id seen twice is edge sending a request twice, unless the client's own
 	// transport took a second connection for it.
 	// class: "client" (the soak's transport sent it twice), "idempotent" (a GET or HEAD in a
@@ -264,6 +335,10 @@ func sortedCounts(m map[string]*failureCount) []failureCount {
 // judgeJobs sets the cells' ledgers against what the runners got.
 func judgeJobs(ev evidence, byReq map[string]*attempt) jobsReport {
 	r := jobsReport{QueuedBySoak: len(ev.queued), QueueRefused: ev.queueRefused}
+	resetsByReq := map[string]resetPoll{}
+	for _, rp := range ev.resets {
+		resetsByReq[rp.Req] = rp
+	}
 	inLedger := map[uint64]*bench.LedgerJob{}
 	for _, cellID := range slices.Sorted(maps.Keys(ev.ledgers)) {
 		l := ev.ledgers[cellID]
@@ -281,7 +356,15 @@ func judgeJobs(ev evidence, byReq map[string]*attempt) jobsReport {
 				r.StillQueued = append(r.StillQueued, id)
 			}
 			for _, c := range j.Claims {
+				if c.Cut {
+					r.CutAtCell = append(r.CutAtCell, judgeCut(ev, byReq, j, c))
+					continue
+				}
 				if slices.ContainsFunc(ev.receipts[id], func(rc *receipt) bool { return rc.Req == c.Req }) {
+					continue
+				}
+				if rp, ok := resetsByReq[c.Req]; ok {
+					r.OntoReset = append(r.OntoReset, judgeOntoReset(ev, j, c, rp))
 					continue
 				}
 				lost := lostJob{ID: id, Cell: j.Cell, Req: c.Req, AtS: round1(c.At.Sub(ev.t0).Seconds())}

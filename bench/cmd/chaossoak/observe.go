@@ -25,6 +25,9 @@ const (
 	kindTrace     = "jobs/:id/trace" // a runner's PATCH of the job log
 	kindFinish    = "jobs/:id"       // a runner's PUT state=success
 	kindWorkspace = "workspace"      // a request through the API for GitLab to an agent's upstream
+	// kindResetPoll is a job request of the runner-reset-parked fault: sent on a raw connection,
+	// held by the cell (parked by edge), then reset by the runner (SO_LINGER 0); OK when it was.
+	kindResetPoll = "jobs/request reset while parked"
 )
 
 // Who made an answer: the soak cells and upstreams name themselves in a header, so an answer
@@ -34,7 +37,8 @@ const (
 	sourceCell     = "cell"
 	sourceUpstream = "upstream"
 	sourceEdge     = "edge"
-	sourceNone     = "none" // no answer: a transport error
+	sourceNone     = "none"  // no answer: a transport error
+	sourceReset    = "reset" // no answer: the runner reset the connection itself (kindResetPoll)
 )
 
 // attempt is one request the soak sent and what came of it.
@@ -129,6 +133,14 @@ func send(client *http.Client, rec *recorder, kind string, edge int, req *http.R
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	a.End = time.Now()
+	classify(&a, resp, body, err)
+	a.Conns = int(conns.Load())
+	return exchange{resp: resp, body: body, a: a}
+}
+
+// classify fills in an answer's status, who made it and, for an answer edge made, the cause it
+// names; bodyErr is the error reading its body.
+func classify(a *attempt, resp *http.Response, body []byte, bodyErr error) {
 	a.Status = resp.StatusCode
 	switch {
 	case resp.Header.Get("Soak-Cell") != "":
@@ -152,12 +164,10 @@ func send(client *http.Client, rec *recorder, kind string, edge int, req *http.R
 			a.Detail += " (X-Request-Id " + rid + ")"
 		}
 	}
-	if err != nil {
+	if bodyErr != nil {
 		// The answer's head came but its body did not: the exchange failed all the same.
-		a.Status, a.Source, a.Cause, a.Detail = 0, sourceNone, "body: "+transportCause(err), err.Error()
+		a.Status, a.Source, a.Cause, a.Detail = 0, sourceNone, "body: "+transportCause(bodyErr), bodyErr.Error()
 	}
-	a.Conns = int(conns.Load())
-	return exchange{resp: resp, body: body, a: a}
 }
 
 // transportCause names a transport error by its kind, for the report's tables.

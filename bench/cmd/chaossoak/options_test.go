@@ -22,8 +22,12 @@ func TestParseOptions(t *testing.T) {
 	if err != nil || len(o.kinds) != 2 || o.kinds[1] != faultAgent {
 		t.Errorf("-faults edge, agent: %v, %v", o.kinds, err)
 	}
+	o, err = parseOptions([]string{"-faults", "cell-mid-answer,runner-reset-parked,cell"}, io.Discard)
+	if err != nil || len(o.kinds) != 3 || o.kinds[0] != faultCellCut || o.kinds[1] != faultRunnerReset {
+		t.Errorf("-faults cell-mid-answer,runner-reset-parked,cell: %v, %v", o.kinds, err)
+	}
 	o, err = parseOptions(nil, io.Discard)
-	if err != nil || o.duration != defaultDuration || o.seed == 0 || len(o.kinds) != 4 {
+	if err != nil || o.duration != defaultDuration || o.seed == 0 || len(o.kinds) != 6 {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	for _, bad := range [][]string{{"-duration", "1s"}, {"-runners", "2"}, {"-fault-min", "10s", "-fault-max", "5s"}, {"extra"}, {"-settle-min", "3m"}, {"-faults", "edge,disk"}} {

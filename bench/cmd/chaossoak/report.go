@@ -29,7 +29,8 @@ type result struct {
 	JobRate        float64 `json:"job_rate"`
 	Witness        string  `json:"never_killed_by_design"`
 
-	Faults []faultReport `json:"faults"`
+	Faults     []faultReport `json:"faults"`
+	FaultKinds []kindReport  `json:"fault_kinds"`
 	verdict
 	Edges           []edgeReport `json:"edges"`
 	ProcessProblems []string     `json:"process_problems"` // unexpected exits, panics in logs
@@ -45,6 +46,9 @@ type faultReport struct {
 	BackS  float64 `json:"back_s"` // kill to back and ready (-1: never)
 	SeenS  float64 `json:"seen_s"` // back to seen by every edge (-1: not within 60 s)
 	Err    string  `json:"error,omitempty"`
+	// Outcome is what the fault did and what came of it (cell-mid-answer: the job cut and what
+	// its runner saw; runner-reset-parked: the polls reset and the jobs handed out onto them).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 type edgeReport struct {
@@ -107,15 +111,18 @@ func (s *soak) result(ctx context.Context, in resultInput) result {
 	}
 	s.jobsMu.Lock()
 	ev := evidence{attempts: s.rec.all(), faults: faults, grace: s.o.grace, ledgers: ledgers, receipts: s.receipts,
-		queued: s.queued, queueRefused: s.queueRefused, upstreamDups: dups, t0: s.t0}
+		queued: s.queued, queueRefused: s.queueRefused, upstreamDups: dups, resets: s.resets, procs: c.processes(), t0: s.t0}
 	r.verdict = judge(ev)
 	s.jobsMu.Unlock()
+	outcomes, kindReports := faultOutcomes(faults, r.verdict)
+	r.FaultKinds = kindReports
 
 	kinds := map[string]int{}
 	allBack := true
 	for _, f := range faults {
 		kinds[f.Kind]++
-		fr := faultReport{N: f.N, Kind: f.Kind, Target: f.Target, AtS: round1(f.Start.Sub(s.t0).Seconds()), BackS: -1, SeenS: -1, Err: f.Err}
+		fr := faultReport{N: f.N, Kind: f.Kind, Target: f.Target, AtS: round1(f.Start.Sub(s.t0).Seconds()), BackS: -1, SeenS: -1, Err: f.Err,
+			Outcome: outcomes[f.N]}
 		if !f.End.IsZero() {
 			fr.BackS = round1(f.End.Sub(f.Start).Seconds())
 		} else {
@@ -187,6 +194,9 @@ func (s *soak) result(ctx context.Context, in resultInput) result {
 		r.Checks = append(r.Checks, check{Name: name, OK: ok, Detail: detail})
 	}
 	add("the load ran", j.Finished > 0 && okRequests > 0, fmt.Sprintf("%d jobs finished, %d requests answered as wanted", j.Finished, okRequests))
+	x := r.Exits
+	add("zero edge exits other than the kill -9s", len(x.EdgeOther) == 0,
+		fmt.Sprintf("%d edge processes, %d ended by the script's kill -9, %d exited otherwise: %s", x.EdgeProcesses, x.EdgeKilled, len(x.EdgeOther), orNone(x.EdgeOther)))
 	add("every kind of fault ran", len(missing) == 0, fmt.Sprintf("%d faults: %s; missing: %s", len(faults), countList(kinds), orNone(missing)))
 	add("every fault was over (back, then seen by every edge)", allBack && len(faults) > 0, fmt.Sprintf("%d faults", len(faults)))
 	add("no job handed out twice", len(j.ClaimedTwice)+len(j.ReceivedTwice)+len(j.ReceivedNotClaimed)+len(j.WrongRequest) == 0,
@@ -194,6 +204,21 @@ func (s *soak) result(ctx context.Context, in resultInput) result {
 			idList(j.ClaimedTwice), idList(j.ReceivedTwice), idList(j.ReceivedNotClaimed), idList(j.WrongRequest)))
 	add("every job a runner got was finished", len(j.Unfinished) == 0, fmt.Sprintf("%d of %d finished; %s", j.Finished, j.Received, orNone(j.Unfinished)))
 	add("no job lost outside a fault", len(j.LostOutside) == 0, fmt.Sprintf("%d claim answers lost in a fault window, %d outside", len(j.LostInFault), len(j.LostOutside)))
+	if slices.Contains(s.o.kinds, faultCellCut) || len(j.CutAtCell) > 0 {
+		add("cut answers: the job reached no runner, its runner got a 502 or a closed connection and polled again", cutsOK(j.CutAtCell),
+			fmt.Sprintf("%d answers cut at a cell (jobs lost at the cell, as GitLab's stuck running until their timeout; counted apart from edge's): %s", len(j.CutAtCell), describeCuts(j.CutAtCell)))
+	}
+	if slices.Contains(s.o.kinds, faultRunnerReset) || len(j.OntoReset) > 0 {
+		late := 0
+		for _, rj := range j.OntoReset {
+			if rj.Late {
+				late++
+			}
+		}
+		r.Checks = append(r.Checks, check{Name: "reset polls: edge closed the cell's request of each one reset without a byte", OK: late == 0, Warn: len(j.OntoReset) > 0,
+			Detail: fmt.Sprintf("%d parked polls reset (%d after a byte of a next request); jobs handed out onto them: %d (listed: a job handed to nobody, a warning); of them more than %s after a reset without a byte (a failure: edge held a dead poll): %d",
+				r.Resets.Polls, r.Resets.WithByte, len(j.OntoReset), lateClaim, late)})
+	}
 	add("no job left queued", len(j.StillQueued) == 0 && len(j.NotInLedger) == 0,
 		fmt.Sprintf("never handed out %v, queued but not in a ledger %v", idList(j.StillQueued), idList(j.NotInLedger)))
 	add("no request reached a cell or upstream twice", len(r.CellDups)+len(r.UpstreamDups) == 0,
@@ -290,6 +315,11 @@ func (r result) markdown() string {
 	row("jobs handed out (cells' ledgers) / received by runners / finished", "%d / %d / %d", j.Claimed, j.Received, j.Finished)
 	row("handed out twice / received twice / received unclaimed / wrong request", "%d / %d / %d / %d", len(j.ClaimedTwice), len(j.ReceivedTwice), len(j.ReceivedNotClaimed), len(j.WrongRequest))
 	row("claim answers lost in a fault window / outside", "%d / %d", len(j.LostInFault), len(j.LostOutside))
+	row("handed out in an answer the cell cut (cell-mid-answer) / onto a poll its runner reset (runner-reset-parked)", "%d / %d", len(j.CutAtCell), len(j.OntoReset))
+	row("hand-outs accounted for", "%d received + %d cut at a cell + %d onto reset polls + %d lost in a fault + %d lost outside = %d of %d handed out",
+		j.Received, len(j.CutAtCell), len(j.OntoReset), len(j.LostInFault), len(j.LostOutside),
+		j.Received+len(j.CutAtCell)+len(j.OntoReset)+len(j.LostInFault)+len(j.LostOutside), j.Claimed)
+	row("edge processes / ended by kill -9 / exited otherwise", "%d / %d / %d", r.Exits.EdgeProcesses, r.Exits.EdgeKilled, len(r.Exits.EdgeOther))
 	row("received and not finished / left queued", "%d / %d", len(j.Unfinished), len(j.StillQueued))
 	var in5, out5, inO, outO int
 	for _, fc := range r.Edge5xx {
@@ -314,10 +344,14 @@ func (r result) markdown() string {
 		row(e.Edge+" (never killed) RSS before / max / after", "%.1f / %.1f / %.1f MiB (limit %.1f; settled in %.0f s)", e.RSSBeforeMiB, e.RSSMaxMiB, e.RSSAfterMiB, e.RSSLimitMiB, e.SettledS)
 	}
 
-	b.WriteString("\n### Faults\n\nWindow: from the kill to back and ready (an edge: `/readyz` 200 and its agents connected to it again; Redis: PING; a cell: its readiness endpoint; an agent: listed by its edge), plus the grace. \"seen\": from back to every edge seeing it (cells up in `edge_cell_up`, agents listed by every edge).\n\n")
-	b.WriteString("| # | kind | target | at | back after | seen after | error |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n### Faults\n\nWindow: from the kill to back and ready (an edge: `/readyz` 200 and its agents connected to it again; Redis: PING; a cell: its readiness endpoint; an agent: listed by its edge; a cell-mid-answer: from the order to cut to the cell back; a runner-reset-parked: from its runners' first job requests to their last reset), plus the grace. \"seen\": from back to every edge seeing it (cells up in `edge_cell_up`, agents listed by every edge).\n\n")
+	b.WriteString("| kind | faults | outcome |\n|---|---|---|\n")
+	for _, k := range r.FaultKinds {
+		fmt.Fprintf(&b, "| %s | %d | %s |\n", k.Kind, k.Faults, k.Outcome)
+	}
+	b.WriteString("\n| # | kind | target | at | back after | seen after | outcome | error |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range r.Faults {
-		fmt.Fprintf(&b, "| %d | %s | %s | %.1f s | %s | %s | %s |\n", f.N, f.Kind, f.Target, f.AtS, secs(f.BackS), secs(f.SeenS), f.Err)
+		fmt.Fprintf(&b, "| %d | %s | %s | %.1f s | %s | %s | %s | %s |\n", f.N, f.Kind, f.Target, f.AtS, secs(f.BackS), secs(f.SeenS), f.Outcome, f.Err)
 	}
 	failTable := func(title string, rows []failureCount) {
 		fmt.Fprintf(&b, "\n### %s\n\n", title)
@@ -336,6 +370,31 @@ func (r result) markdown() string {
 		b.WriteString("\n### Jobs handed out whose answer never reached a runner\n\nThe cell wrote its ledger line before the 201; the job stays `running` at the cell (GitLab would time it out as stuck).\n\n| job | cell | at | the runner's request ended with | fault |\n|---|---|---|---|---|\n")
 		for _, l := range append(append([]lostJob(nil), j.LostInFault...), j.LostOutside...) {
 			fmt.Fprintf(&b, "| %d | %d | %.1f s | %s | %s |\n", l.ID, l.Cell, l.AtS, l.Outcome, cmpOr(l.Fault, "**none**"))
+		}
+	}
+	if len(j.CutAtCell) > 0 {
+		b.WriteString("\n### Jobs handed out in an answer the cell cut\n\nThe cell wrote its claim and its cut to the ledger, then half the 201's body, and exited: the job stays `running` at the cell (GitLab would time it out as stuck); lost at the cell, not by edge.\n\n| job | cell | at | runner | its request ended with | polled again | a runner got it | fault |\n|---|---|---|---|---|---|---|---|\n")
+		for _, cj := range j.CutAtCell {
+			fmt.Fprintf(&b, "| %d | %d | %.1f s | %d | %s | %v | %v | %s |\n", cj.ID, cj.Cell, cj.AtS, cj.Runner, cj.RunnerSaw, cj.PolledAgain, cj.Received, cmpOr(cj.Fault, "**none**"))
+		}
+	}
+	if len(j.OntoReset) > 0 {
+		b.WriteString("\n### Jobs handed out onto a poll its runner had reset\n\nThe cell answered a job request whose runner had reset its connection (or reset as the answer came: a negative delay): the job went to nobody. After a byte of a next request edge no longer reads the runner's side (as net/http's background read), so it learns of the reset only when it writes the answer.\n\n| job | cell | request | edge | byte first | claim after the reset | fault |\n|---|---|---|---|---|---|---|\n")
+		for _, rj := range j.OntoReset {
+			late := ""
+			if rj.Late {
+				late = " **late**"
+			}
+			fmt.Fprintf(&b, "| %d | %d | %s | edge%d | %v | %d ms%s | %s |\n", rj.ID, rj.Cell, rj.Req, rj.Edge, rj.WithByte, rj.AfterResetMS, late, rj.Fault)
+		}
+	}
+	if len(r.Exits.EdgeOther)+len(r.Exits.Asked) > 0 {
+		b.WriteString("\n### Processes that exited without a kill -9\n\n")
+		for _, e := range r.Exits.EdgeOther {
+			fmt.Fprintf(&b, "- **edge exited unasked**: %s\n", e)
+		}
+		for _, e := range r.Exits.Asked {
+			fmt.Fprintf(&b, "- asked: %s\n", e)
 		}
 	}
 	dupRows := func(class string, ds []duplicate) {
@@ -381,6 +440,30 @@ func (r result) markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", ch.Name, mark, strings.ReplaceAll(ch.Detail, "|", "/"))
 	}
 	return b.String()
+}
+
+func cutsOK(cuts []cutJob) bool {
+	for _, cj := range cuts {
+		if !cj.OK {
+			return false
+		}
+	}
+	return true
+}
+
+func describeCuts(cuts []cutJob) string {
+	var parts []string
+	for _, cj := range cuts {
+		p := fmt.Sprintf("job %d: runner %d saw %s", cj.ID, cj.Runner, cj.RunnerSaw)
+		if !cj.PolledAgain {
+			p += ", did not poll again"
+		}
+		if cj.Received {
+			p += ", A RUNNER GOT THE JOB"
+		}
+		parts = append(parts, p)
+	}
+	return orNone(parts)
 }
 
 func secs(s float64) string {

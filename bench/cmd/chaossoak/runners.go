@@ -41,19 +41,33 @@ type receipt struct {
 func newRunners(n int, seed int64) ([]*runner, error) {
 	out := make([]*runner, n)
 	for i := range out {
-		cell := uint64(i%3 + 1)
-		var random [16]byte
-		seedRand := rand.New(rand.NewPCG(uint64(seed), uint64(1000+i)))
-		for j := range random {
-			random[j] = byte(seedRand.UintN(256))
-		}
-		tok, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": int64(cell), "o": 1})
+		r, err := newRunner(i+1, uint64(i%3+1), rand.New(rand.NewPCG(uint64(seed), uint64(1000+i))), rand.New(rand.NewPCG(uint64(seed), uint64(100+i))))
 		if err != nil {
 			return nil, err
 		}
-		out[i] = &runner{idx: i + 1, cell: cell, token: tok, rng: rand.New(rand.NewPCG(uint64(seed), uint64(100+i)))}
+		out[i] = r
 	}
 	return out, nil
+}
+
+// newRunner is runner idx of cell, its token's random part drawn from seedRand.
+func newRunner(idx int, cell uint64, seedRand, rng *rand.Rand) (*runner, error) {
+	var random [16]byte
+	for j := range random {
+		random[j] = byte(seedRand.UintN(256))
+	}
+	tok, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": int64(cell), "o": 1})
+	if err != nil {
+		return nil, err
+	}
+	return &runner{idx: idx, cell: cell, token: tok, rng: rng}, nil
+}
+
+// pollBody is a runner's job request body.
+func pollBody(r *runner) []byte {
+	body, _ := json.Marshal(map[string]any{"token": r.token, "last_update": r.lastUpdate,
+		"info": map[string]any{"name": fmt.Sprintf("chaossoak-runner-%d", r.idx), "features": map[string]bool{"trace_checksum": false}}})
+	return body
 }
 
 // runRunner polls for jobs and works each one it gets, until stop is set (checked between polls,
@@ -79,37 +93,50 @@ func (s *soak) edgeURL(i int, path string) string {
 // before the next poll.
 func (s *soak) poll(ctx context.Context, r *runner) (*receipt, time.Duration) {
 	edge := r.rng.IntN(3)
-	body, _ := json.Marshal(map[string]any{"token": r.token, "last_update": r.lastUpdate,
-		"info": map[string]any{"name": fmt.Sprintf("chaossoak-runner-%d", r.idx), "features": map[string]bool{"trace_checksum": false}}})
+	body := pollBody(r)
 	pctx, cancel := context.WithTimeout(ctx, s.o.longPoll+70*time.Second) // edge's long_poll_timeout is 65 s
 	defer cancel()
 	req, _ := http.NewRequestWithContext(pctx, http.MethodPost, s.edgeURL(edge, "/api/v4/jobs/request"), bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	ex := send(s.client, s.rec, kindPoll, edge+1, req)
 	a := ex.a
-	a.RunnerID = r.idx
-	var got *receipt
 	wait := backoff(ex)
+	var h http.Header
+	if ex.resp != nil {
+		h = ex.resp.Header
+	}
+	got := s.takeAnswer(&a, r, h, ex.body)
+	if a.OK && got == nil {
+		wait = 0
+	}
+	s.rec.add(a)
+	return got, wait
+}
+
+// takeAnswer judges a job request's answer as a runner does and returns the job it hands out
+// (noted as received): a 201 with a job, or a 204 (its X-GitLab-Last-Update kept); anything
+// else leaves a not OK.
+func (s *soak) takeAnswer(a *attempt, r *runner, h http.Header, body []byte) *receipt {
+	a.RunnerID = r.idx
 	switch {
 	case a.Source == sourceCell && a.Status == http.StatusCreated:
 		var job struct {
 			ID    uint64 `json:"id"`
 			Token string `json:"token"`
 		}
-		if err := json.Unmarshal(ex.body, &job); err != nil || job.ID == 0 || job.Token == "" {
+		if err := json.Unmarshal(body, &job); err != nil || job.ID == 0 || job.Token == "" {
 			a.Detail = fmt.Sprintf("a 201 without a job: %v", err)
-			break
+			return nil
 		}
 		a.OK = true
-		got = &receipt{ID: job.ID, Runner: r.idx, Req: a.Req, Edge: edge + 1, At: a.End, Cell: r.cell, token: job.Token}
+		got := &receipt{ID: job.ID, Runner: r.idx, Req: a.Req, Edge: a.Edge, At: a.End, Cell: r.cell, token: job.Token}
 		s.received(got)
+		return got
 	case a.Source == sourceCell && a.Status == http.StatusNoContent:
 		a.OK = true
-		r.lastUpdate = ex.resp.Header.Get("X-GitLab-Last-Update")
-		wait = 0
+		r.lastUpdate = h.Get("X-GitLab-Last-Update")
 	}
-	s.rec.add(a)
-	return got, wait
+	return nil
 }
 
 // backoff is how long a runner waits after a failed request: the answer's Retry-After (at most

@@ -36,6 +36,7 @@ type soak struct {
 	queued       map[uint64]time.Time
 	queueRefused int
 	nextJob      [3]uint64
+	resets       []resetPoll // job requests reset while parked (runner-reset-parked)
 }
 
 // edgeSample is one reading of an edge's /metrics.
@@ -76,7 +77,7 @@ func run(ctx context.Context, o options, out io.Writer) (int, error) {
 	}()
 	c := &cluster{dir: dir, out: out, sup: &bench.Supervisor{Dir: dir, Name: "chaossoak"}, longPoll: o.longPoll,
 		http: &http.Client{Timeout: 10 * time.Second}}
-	defer c.sup.StopAll()
+	defer c.stopAll()
 	logf(out, "chaossoak: seed %d, %s of chaos after %s of warm-up, %d runners, %d workspace loops, %.1f jobs/s; directory %s",
 		o.seed, o.duration, o.warmup, o.runners, o.workspace, o.jobRate, dir)
 	if err := c.start(ctx, o.edgeBin); err != nil {

@@ -14,7 +14,10 @@
 //
 // It prints "listening cell ADDR", "listening control ADDR", "restored N jobs (P pending)" and
 // "ready" on stdout. Control: POST /jobs {"ids":[...]} queues jobs with those ids (200 {"queued":
-// n} once the ledger has them); GET /stats answers {"pending","running","finished","held"}.
+// n} once the ledger has them); GET /stats answers {"pending","running","finished","held"};
+// POST /cut {"held_ms":N} arms the cell-mid-answer fault: the next 201 handing out a job to a
+// job request held at least N ms is cut in the middle of its body and the process exits
+// (exit status 3), as a cell worker restarted during a deploy; the ledger marks it cut.
 package main
 
 import (
@@ -143,7 +146,7 @@ func open(opts cellsim.Options, ledger string, incarnation int) (c *soakCell, re
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	c = &soakCell{cell: cell, id: opts.CellID, incarnation: incarnation, jobs: map[uint64]bool{}}
+	c = &soakCell{cell: cell, id: opts.CellID, incarnation: incarnation, jobs: map[uint64]bool{}, exit: os.Exit}
 	if restored, pending, err = c.restore(ledger); err != nil {
 		return nil, 0, 0, err
 	}
@@ -166,6 +169,8 @@ type soakCell struct {
 	mu     sync.Mutex
 	ledger *os.File
 	jobs   map[uint64]bool // every job id the cell knows
+	cut    cutOrder
+	exit   func(code int) // os.Exit; a test's stand-in
 }
 
 // write appends one ledger line (one write, so a kill -9 cuts at most the line being written,
@@ -231,7 +236,7 @@ func (c *soakCell) handler() http.Handler {
 				return
 			}
 		}
-		inner.ServeHTTP(&ledgerWriter{ResponseWriter: w, c: c, route: route, jobID: jobID, req: req}, r)
+		inner.ServeHTTP(&ledgerWriter{ResponseWriter: w, c: c, route: route, jobID: jobID, req: req, arrived: time.Now()}, r)
 	})
 }
 
@@ -267,6 +272,7 @@ type ledgerWriter struct {
 	route   string
 	jobID   uint64
 	req     string
+	arrived time.Time
 	held    int // the status of a 201 waiting for its body
 	ledgerr error
 }
@@ -303,6 +309,9 @@ func (w *ledgerWriter) Write(b []byte) (int, error) {
 			w.c.jobs[j.ID] = true
 			w.c.mu.Unlock()
 			w.ledgerr = w.c.write(bench.LedgerEntry{Ev: bench.LedgerClaimed, ID: j.ID, Token: j.Token, State: j.State, Req: w.req, Incarnation: w.c.incarnation})
+			if w.ledgerr == nil && w.c.cut.take(time.Since(w.arrived)) {
+				return w.cutAndExit(status, j.ID, b)
+			}
 		}
 		if w.ledgerr != nil {
 			w.ResponseWriter.WriteHeader(http.StatusInternalServerError)
@@ -353,6 +362,18 @@ func (c *soakCell) controlHandler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"queued\":%d}\n", len(in.IDs))
+	})
+	mux.HandleFunc("POST /cut", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			HeldMS int64 `json:"held_ms"`
+		}
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in); err != nil || in.HeldMS < 0 {
+			http.Error(w, fmt.Sprintf("want {\"held_ms\": N >= 0}: %v", err), http.StatusBadRequest)
+			return
+		}
+		c.cut.arm(time.Duration(in.HeldMS) * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"armed":true}`)
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()

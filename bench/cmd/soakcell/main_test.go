@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,5 +94,75 @@ func TestLedgerSurvivesARestart(t *testing.T) {
 	b, _ := io.ReadAll(w.Body)
 	if !strings.Contains(string(b), `"pending":0,"running":1,"finished":1`) {
 		t.Errorf("stats: %s", b)
+	}
+}
+
+// POST /cut: the next 201 to a job request held long enough is cut mid-body (the head with the
+// whole body's Content-Length, half the body) and the process exits; the ledger has the claim
+// and the cut, and a restarted cell never hands the job out again.
+func TestCutAnswer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cell.ledger")
+	opts := cellsim.Options{CellID: 2}
+	c, _, _, err := open(opts, path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exits := []int{}
+	c.exit = func(code int) { exits = append(exits, code) }
+	var random [16]byte
+	runner, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": 2, "o": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := `{"token":"` + runner + `"}`
+	if w := do(t, c.controlHandler(), "POST", "/jobs", `{"ids":[2000001,2000002,2000003]}`, nil); w.Code != 200 {
+		t.Fatalf("queue: %d %s", w.Code, w.Body)
+	}
+	if w := do(t, c.controlHandler(), "POST", "/cut", `{"held_ms":-1}`, nil); w.Code != 400 {
+		t.Errorf("POST /cut held_ms -1: %d, want 400", w.Code)
+	}
+	// Armed for polls held 10 minutes: this one, answered at once, is not cut.
+	if w := do(t, c.controlHandler(), "POST", "/cut", `{"held_ms":600000}`, nil); w.Code != 200 {
+		t.Fatalf("POST /cut: %d %s", w.Code, w.Body)
+	}
+	w := do(t, c.handler(), "POST", "/api/v4/jobs/request", poll, map[string]string{bench.RequestIDHeader: "req-1"})
+	if w.Code != 201 || len(exits) != 0 || !strings.HasSuffix(w.Body.String(), "}") {
+		t.Fatalf("a poll not held long enough: %d, exits %v, body %q", w.Code, exits, w.Body)
+	}
+	if w := do(t, c.controlHandler(), "POST", "/cut", `{"held_ms":0}`, nil); w.Code != 200 {
+		t.Fatalf("POST /cut: %d %s", w.Code, w.Body)
+	}
+	w = do(t, c.handler(), "POST", "/api/v4/jobs/request", poll, map[string]string{bench.RequestIDHeader: "req-2"})
+	full, _ := strconv.Atoi(w.Header().Get("Content-Length"))
+	if w.Code != 201 || full == 0 || w.Body.Len() != full/2 || !w.Flushed {
+		t.Errorf("cut answer: %d, Content-Length %d, %d bytes of body, flushed %v; want 201, n, n/2, true", w.Code, full, w.Body.Len(), w.Flushed)
+	}
+	if len(exits) != 1 || exits[0] != exitCut {
+		t.Errorf("exits %v, want [%d]", exits, exitCut)
+	}
+	// Disarmed by the cut: the next answer is whole.
+	w = do(t, c.handler(), "POST", "/api/v4/jobs/request", poll, map[string]string{bench.RequestIDHeader: "req-3"})
+	if w.Code != 201 || len(exits) != 1 || !strings.Contains(w.Body.String(), `"id":2000003`) {
+		t.Errorf("after the cut: %d %q, exits %v", w.Code, w.Body, exits)
+	}
+	c.ledger.Close()
+
+	f, _ := os.Open(path)
+	defer f.Close()
+	l, err := bench.ReadLedger(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2 := l.Jobs[2000002]
+	if len(j2.Claims) != 1 || j2.Claims[0].Req != "req-2" || !j2.Claims[0].Cut || l.Jobs[2000001].Claims[0].Cut {
+		t.Errorf("ledger: job 2 %+v, job 1 %+v", j2, l.Jobs[2000001])
+	}
+	c2, restored, pending, err := open(opts, path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.ledger.Close()
+	if restored != 3 || pending != 0 {
+		t.Errorf("restored %d jobs, %d pending; want 3, 0 (the cut job stays running)", restored, pending)
 	}
 }
