@@ -69,22 +69,41 @@ func (p *parked) watchCell() {
 	}
 }
 
-// watchClient reads one byte: the end of the connection means the runner went away; a byte is
-// the start of a next request, kept for when the connection goes back to the server.
+// watchClient reads the runner's side while the poll is parked: the end of the connection
+// means the runner went away; bytes are the start of a next request (pipelined), kept for when
+// the connection goes back to the server, and read on (up to maxPending) so that a runner that
+// resets after them is still seen to go.
 func (p *parked) watchClient() {
 	defer close(p.clientDone)
 	var b [1]byte
 	n, err := p.client.Read(b[:])
 	if n > 0 {
 		p.pending = append(p.pending, b[0])
-		return
+		err = p.readPending()
 	}
-	if isTimeout(err) {
-		return // finish stopped the watch
+	if err == nil || isTimeout(err) {
+		return // finish stopped the watch, or maxPending is read
 	}
 	if p.settled.CompareAndSwap(false, true) {
 		p.gone()
 	}
+}
+
+// maxPending bounds what a parked poll keeps of the runner's next request while it waits.
+const maxPending = 64 << 10
+
+// readPending reads more of a pipelined next request into pending, until maxPending (nil) or an
+// error (a deadline when the poll is answered).
+func (p *parked) readPending() error {
+	buf := make([]byte, 4<<10)
+	for len(p.pending) < maxPending {
+		n, err := p.client.Read(buf[:min(len(buf), maxPending-len(p.pending))])
+		p.pending = append(p.pending, buf[:n]...)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // answerBound is how long a parked poll's answer, once the cell has begun it, may take to be read

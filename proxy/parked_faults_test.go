@@ -286,3 +286,16 @@ func TestParkedPollPanicContained(t *testing.T) {
 		t.Fatalf("next poll: %v %v", resp, err)
 	}
 }
+
+// A runner that sends a byte of its next request while parked and then resets is still seen to
+// go: the cell's request is canceled at once, not left to be answered onto a dead socket.
+func TestParkedRunnerResetAfterAByteCancelsTheCell(t *testing.T) {
+	cell := newHeldCell(t)
+	addr, pk := parkingFront(t, cell)
+	conn := parkPoll(t, addr, pk).(*net.TCPConn)
+	io.WriteString(conn, "POST /api/v4/jobs/req")
+	time.Sleep(50 * time.Millisecond) // read by the watch before the reset
+	conn.SetLinger(0)
+	conn.Close()
+	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.count() == 0 })
+}
