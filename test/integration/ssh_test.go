@@ -120,8 +120,10 @@ func TestSSHIntoWorkspace(t *testing.T) {
 	t.Run("interactive shell sees window-change", func(t *testing.T) {
 		p := c.interactive(t)
 		defer p.close()
-		p.send(t, "stty size; echo READY\n")
-		p.waitFor(t, "READY", 20*time.Second)
+		// Output, not the typed command: the terminal echoes what is typed before ssh has even
+		// logged in.
+		p.send(t, "stty size; echo ready=$((6*7))\n")
+		p.waitFor(t, "ready=42", 20*time.Second)
 		p.resize(t, 100, 30)
 		p.send(t, "stty size\n")
 		p.waitFor(t, "30 100", 20*time.Second)
@@ -212,8 +214,10 @@ func TestSSHIntoWorkspace(t *testing.T) {
 	t.Run("revoked access closes an open session", func(t *testing.T) {
 		p := c.interactive(t)
 		defer p.close()
-		p.send(t, "echo OPEN\n")
-		p.waitFor(t, "OPEN", 20*time.Second)
+		// Logged in before access is revoked: waiting for the typed command, which the terminal
+		// echoes at once, let the revocation refuse the login itself ("Permission denied").
+		p.send(t, "echo open=$((6*7))\n")
+		p.waitFor(t, "open=42", 20*time.Second)
 		e.writeAuthz(t, []string{"carol"})
 		p.waitFor(t, "revoked", 20*time.Second)
 		p.waitExit(t, 20*time.Second)
