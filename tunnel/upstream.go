@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -97,7 +98,21 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	defer passCut(w)
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
+}
+
+// passCut sends the edge what the proxy had of an answer the upstream cut short (its head, the
+// part of its body still buffered) before the stream ends. A stream that ends with nothing looks
+// to the edge's transport like a keep-alive stream the agent closed while idle, and it sends the
+// request again: a GET would reach the upstream twice.
+func passCut(w http.ResponseWriter) {
+	if v := recover(); v != nil {
+		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+			_ = http.NewResponseController(w).Flush()
+		}
+		panic(v)
+	}
 }
 
 // serveRaw switches the stream to a raw TCP connection to addr (edge-tcp: SSH; edge-splice: the
