@@ -373,9 +373,22 @@ func (a *AgentRouter) serveHolder(w http.ResponseWriter, r *http.Request, t Agen
 		a.noSplice.Add(holder+" "+t.AgentID, time.Now().Add(noSpliceFor))
 		at = &attempt{target: t, holder: holder, body: body}
 	}
-	a.serve(w, r, at, a.remote)
+	a.serve(continueless{w}, r, at, a.remote)
 	return at
 }
+
+// continueless drops the holder's 100 Continue, its answer to the expectation rewriteRemote
+// added: the client did not ask for it. A client's own expectation is this edge's server's to
+// answer, as the body is read (once the holder asked for it).
+type continueless struct{ http.ResponseWriter }
+
+func (w continueless) WriteHeader(code int) {
+	if code != http.StatusContinue {
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w continueless) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (a *AgentRouter) serve(w http.ResponseWriter, r *http.Request, at *attempt, rp *httputil.ReverseProxy) {
 	r2 := r.WithContext(context.WithValue(r.Context(), attemptKey{}, at))
