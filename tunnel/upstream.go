@@ -97,6 +97,7 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveRaw(w, r, addr, SpliceUpgradeToken, "splice")
 			return
 		}
+		w = endsWithEdge{w}
 	}
 	defer passCut(w)
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
