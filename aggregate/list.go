@@ -43,11 +43,26 @@ func (p *Proxy) call(ctx context.Context, m *member, method, path, rawQuery stri
 	}
 	start := time.Now()
 	resp, err := m.client.Do(req)
-	p.metrics.observe(m.Name, resp, err, time.Since(start))
+	if err == nil || ctx.Err() == nil {
+		// A call its caller ended is no outcome of the member's.
+		p.metrics.observe(m.Name, resp, err, time.Since(start))
+	}
 	if err != nil {
-		return nil, &memberError{member: m.Name, err: err}
+		return nil, p.unavailable(ctx, m, in, err)
 	}
 	return resp, nil
+}
+
+// unavailable is the error of a member that did not answer whole. When ctx ended first, the
+// caller went away (or its watch was ended): no failure of the member's, so nothing is written
+// for it (fail) and nothing logged. Otherwise the member is logged with the cause and the
+// request's id, the one place that says why a read failed or lacks its objects.
+func (p *Proxy) unavailable(ctx context.Context, m *member, in http.Header, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("member cluster %s: %w", m.Name, ctx.Err())
+	}
+	p.log.Warn("member cluster unavailable", "member", m.Name, "request_id", in.Get("X-Request-Id"), "error", err)
+	return &memberError{member: m.Name, err: err}
 }
 
 // memberAnswer is one member's part of a fan-out.
@@ -73,14 +88,14 @@ func (p *Proxy) fetch(ctx context.Context, m *member, path string, q url.Values,
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody))
 	if err != nil {
-		return memberAnswer{m: m, err: &memberError{member: m.Name, err: err}}
+		return memberAnswer{m: m, err: p.unavailable(ctx, m, in, err)}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return memberAnswer{m: m, err: &memberError{member: m.Name, code: resp.StatusCode, body: raw}}
 	}
 	a := memberAnswer{m: m, raw: raw}
 	if a.body, err = parseList(raw); err != nil {
-		a.err = &memberError{member: m.Name, err: fmt.Errorf("answer is not JSON: %w", err)}
+		a.err = p.unavailable(ctx, m, in, fmt.Errorf("answer is not JSON: %w", err))
 	}
 	return a
 }

@@ -184,6 +184,9 @@ func (p *Proxy) fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrBadResourceVersion):
 		writeStatus(w, http.StatusBadRequest, "BadRequest", err.Error())
 	case errors.Is(err, context.Canceled):
+		// The client went away (or its watch was ended): no answer, and none made up (net/http
+		// would send an empty 200 for a handler that wrote nothing).
+		panic(http.ErrAbortHandler)
 	default:
 		writeStatus(w, http.StatusInternalServerError, "InternalError", err.Error())
 	}
