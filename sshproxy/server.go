@@ -190,7 +190,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 	s.mu.Lock()
 	for c := range s.conns {
-		c.close("edge is shutting down")
+		c.close("shutdown", "edge is shutting down", nil)
 	}
 	s.mu.Unlock()
 	<-done
@@ -200,6 +200,7 @@ func (s *Server) serveConn(c net.Conn) {
 	c.SetDeadline(time.Now().Add(30 * time.Second)) // the handshake and login
 	conn, chans, reqs, err := ssh.NewServerConn(c, s.config)
 	if err != nil {
+		s.log.Info("ssh connection ended before login", "remote", c.RemoteAddr().String(), "error", err)
 		c.Close()
 		return
 	}
@@ -223,13 +224,21 @@ func (s *Server) serveConn(c net.Conn) {
 	s.mu.Unlock()
 	s.m.logins.WithLabelValues("ok").Inc()
 	s.m.open.Inc()
-	// Deferred, so that a panic ends the session as its end does: both connections closed.
+	start := time.Now()
+	// Deferred, so that a panic ends the session as its end does: both connections closed. (After
+	// run, the session is closed already: only a panic here closes it.)
 	defer func() {
-		sess.close("")
+		sess.close("panic", "", nil)
 		s.m.open.Dec()
 		s.mu.Lock()
 		delete(s.conns, sess)
 		s.mu.Unlock()
+		attrs := []any{"workspace", conn.User(), "user", login.target.User, "remote", conn.RemoteAddr().String(),
+			"duration", time.Since(start).Round(time.Millisecond), "ended_by", sess.endedBy}
+		if sess.endErr != nil {
+			attrs = append(attrs, "error", sess.endErr)
+		}
+		s.log.Info("ssh session ended", attrs...)
 	}()
 	s.log.Info("ssh login", "workspace", conn.User(), "user", login.target.User, "remote", conn.RemoteAddr().String())
 	sess.run(chans, reqs)

@@ -22,6 +22,10 @@ type session struct {
 	closed   chan struct{}
 	mu       sync.Mutex
 	channels []ssh.Channel // the client's open channels, told why when edge closes the session
+	// endedBy and endErr say who ended the session and how, for its log line: "user" or
+	// "workspace" (that side's connection ended), "revoked", "shutdown" or "panic".
+	endedBy string
+	endErr  error
 }
 
 // run bridges until either side closes, re-checking the authorization every recheck interval.
@@ -48,20 +52,26 @@ func (ss *session) run(chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request) {
 	go func() {
 		defer g.Recover("ssh_session", ss.crashed)
 		// Either side gone: both go.
-		errc := make(chan error, 2)
-		go func() { errc <- ss.client.Wait() }()   // guard: only waits for the connection's end
-		go func() { errc <- ss.upstream.Wait() }() // guard: only waits for the connection's end
-		<-errc
-		ss.close("")
+		type end struct {
+			by  string
+			err error
+		}
+		ends := make(chan end, 2)
+		go func() { ends <- end{"user", ss.client.Wait()} }()        // guard: only waits for the connection's end
+		go func() { ends <- end{"workspace", ss.upstream.Wait()} }() // guard: only waits for the connection's end
+		first := <-ends
+		ss.close(first.by, "", first.err)
 	}()
 	wg.Wait()
 	<-ss.closed
 }
 
-// close ends both connections; a reason goes to the user's open sessions first. Deferred, the
-// closes happen even when telling the reason panics (once.Do would not run it again).
-func (ss *session) close(reason string) {
+// close ends both connections; by (and err) say who ended the session, and a reason goes to the
+// user's open sessions first. Deferred, the closes happen even when telling the reason panics
+// (once.Do would not run it again).
+func (ss *session) close(by, reason string, err error) {
 	ss.once.Do(func() {
+		ss.endedBy, ss.endErr = by, err
 		defer close(ss.closed)
 		defer ss.upstream.Close()
 		defer ss.client.Close()
@@ -76,7 +86,7 @@ func (ss *session) close(reason string) {
 }
 
 // crashed ends the session after a panic in one of its goroutines (the guard's cleanup).
-func (ss *session) crashed(bool) { ss.close("edge failed serving this session") }
+func (ss *session) crashed(bool) { ss.close("panic", "edge failed serving this session", nil) }
 
 // refuse is the guard's cleanup of a channel being opened: refused, unless it was accepted
 // already (then Reject does nothing and the bridge's deferred closes end it).
@@ -103,7 +113,7 @@ func (ss *session) recheck() {
 		ss.s.m.revoked.Inc()
 		ss.s.log.Info("ssh access revoked; closing the session", "workspace", ss.client.User(), "user", ss.login.target.User,
 			"denied", errors.Is(err, ErrDenied) || errors.Is(err, ErrNotFound))
-		ss.close("access to this workspace was revoked")
+		ss.close("revoked", "access to this workspace was revoked", err)
 		return
 	}
 }
