@@ -100,6 +100,12 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = endsWithEdge{w}
 	}
 	defer passCut(w)
+	// A write of the answer blocked on the stream's window waits for the edge to read, which it
+	// never will once it has closed its end (its client went away): r's context ends then, and
+	// fails the write, so that the upstream request is cancelled rather than held until the
+	// stream's close times out.
+	stop := context.AfterFunc(r.Context(), func() { _ = http.NewResponseController(w).SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
 }
 
