@@ -35,13 +35,16 @@ var upstreamFaults = []string{upNone, upCloseStatus, upResetStatus, upCloseHeade
 
 // faultCell is a cell that writes HTTP by hand: each request says, in headers edge passes on
 // unchanged, its case (X-Case), the fault to commit (X-Fault), how long to hold it first (X-Hold,
-// ms) and the answer's form (X-Answer: chunked, big). It counts the requests of each case and
-// keeps its connections, to close them between cases.
+// ms) and the answer's form (X-Answer: chunked, big). It counts the requests of each case, notes
+// the cases whose connection edge closed while the request was held (edge gave up on it), and
+// keeps its connections, to close them between cases. It serves an agent's upstream port as well
+// as a cell: only the headers drive it.
 type faultCell struct {
 	ln    net.Listener
 	mu    sync.Mutex
 	seen  map[string]int
-	conns map[net.Conn]struct{}
+	gone  map[string]bool
+	conns map[net.Conn]bool // true while a request is in the middle: read, not yet answered
 	stop  chan struct{}
 }
 
@@ -51,7 +54,7 @@ func newFaultCell(t *testing.T) *faultCell {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &faultCell{ln: ln, seen: map[string]int{}, conns: map[net.Conn]struct{}{}, stop: make(chan struct{})}
+	c := &faultCell{ln: ln, seen: map[string]int{}, gone: map[string]bool{}, conns: map[net.Conn]bool{}, stop: make(chan struct{})}
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -59,7 +62,7 @@ func newFaultCell(t *testing.T) *faultCell {
 				return
 			}
 			c.mu.Lock()
-			c.conns[conn] = struct{}{}
+			c.conns[conn] = false
 			c.mu.Unlock()
 			go c.serve(conn)
 		}
@@ -70,10 +73,40 @@ func newFaultCell(t *testing.T) *faultCell {
 
 func (c *faultCell) url() string { return "http://" + c.ln.Addr().String() }
 
+func (c *faultCell) port() int { return c.ln.Addr().(*net.TCPAddr).Port }
+
 func (c *faultCell) count(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.seen[id]
+}
+
+// abandoned tells whether edge closed the case's connection while the cell held its request.
+func (c *faultCell) abandoned(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gone[id]
+}
+
+// busy counts the connections in the middle of a request.
+func (c *faultCell) busy() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, b := range c.conns {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *faultCell) setBusy(conn net.Conn, busy bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.conns[conn]; ok {
+		c.conns[conn] = busy
+	}
 }
 
 // closeConns ends every connection edge holds to the cell, so that a case starts on new ones.
@@ -99,6 +132,7 @@ func (c *faultCell) serve(conn net.Conn) {
 		if err != nil {
 			return
 		}
+		c.setBusy(conn, true)
 		if _, err := io.Copy(io.Discard, req.Body); err != nil {
 			return
 		}
@@ -106,23 +140,63 @@ func (c *faultCell) serve(conn net.Conn) {
 		c.mu.Lock()
 		c.seen[id]++
 		c.mu.Unlock()
-		if ms, _ := strconv.Atoi(req.Header.Get("X-Hold")); ms > 0 {
-			select {
-			case <-time.After(time.Duration(ms) * time.Millisecond):
-			case <-c.stop:
-				return
-			}
+		if ms, _ := strconv.Atoi(req.Header.Get("X-Hold")); ms > 0 && !c.hold(conn, br, id, time.Duration(ms)*time.Millisecond) {
+			return
 		}
 		if !c.answer(conn, req, id) {
 			return
 		}
+		c.setBusy(conn, false)
 	}
+}
+
+// hold waits d before the answer, watching the connection: false when edge closed it first (it
+// gave up on the request: the case is abandoned) or the cell stops.
+func (c *faultCell) hold(conn net.Conn, br *bufio.Reader, id string, d time.Duration) bool {
+	peeked := make(chan error, 1)
+	go func() {
+		_, err := br.Peek(1)
+		peeked <- err
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	closed := func(err error) bool {
+		if err != nil && !isTimeoutErr(err) {
+			c.mu.Lock()
+			c.gone[id] = true
+			c.mu.Unlock()
+			return true
+		}
+		return false
+	}
+	select {
+	case err := <-peeked:
+		if closed(err) {
+			return false
+		}
+		// Bytes before the answer (edge pipelined a request): hold on all the same.
+		select {
+		case <-timer.C:
+			return true
+		case <-c.stop:
+			return false
+		}
+	case <-timer.C:
+	case <-c.stop:
+		return false
+	}
+	conn.SetReadDeadline(time.Unix(1, 0))
+	err := <-peeked
+	conn.SetReadDeadline(time.Time{})
+	return !closed(err)
 }
 
 // caseBody is the whole answer's body for a case: the client checks it got its own.
 func caseBody(id string) string { return `{"case":"` + id + `","pad":"` + strings.Repeat("p", 64) + `"}` }
 
-const bigAnswer = 4 << 20
+// bigAnswer is more than the kernel holds between a writer and a client that does not read (on
+// loopback the sender's buffer alone grows to tcp_wmem's 4 MiB), so edge must wait on the client.
+const bigAnswer = 16 << 20
 
 // answer writes the case's answer or fault; false when the connection is done.
 func (c *faultCell) answer(conn net.Conn, req *http.Request, id string) bool {

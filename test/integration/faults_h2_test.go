@@ -17,7 +17,7 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 	cell := newFaultCell(t)
 	pki := writeKubePKI(t, t.TempDir())
 	e := faultsEdge(t, cell, &tlsConfig{Static: &staticTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile}})
-	m := &matrix{e: e, cell: cell}
+	m := newMatrix(cell, e.PublicURL, rawFaultPaths[0], watchEdge(e))
 	client := httpsClient(t, pki.caFile, true)
 	base := strings.Replace(e.PublicURL, "http://", "https://", 1)
 	send := func(ctx context.Context, p faultPath, r faultRequest) (*http.Response, error) {
@@ -43,7 +43,7 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 				m.n++
 				id := fmt.Sprintf("h%d.%s.%s", m.n, p.name, up)
 				m.cell.closeConns()
-				g0, f0 := m.state(t)
+				before, marks := m.state(t), m.marks()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				if up == upStallMidBody {
 					ctx, cancel = context.WithTimeout(context.Background(), 2500*time.Millisecond)
@@ -60,15 +60,15 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 					resp.Body.Close()
 					r = clientResult{status: resp.StatusCode, body: string(b), bodyErr: err, closed: err != nil}
 				}
-				wantCause := judgeUpstream(t, id, up, r)
+				wantCause := judgeUpstream(t, id, up, r, m.stall)
 				cancel()
 				m.alive(t)
 				if n := m.cell.count(id); n > 1 {
 					t.Errorf("the cell saw the request %d times, want at most once", n)
 				}
 				client.CloseIdleConnections()
-				m.noLeak(t, g0, f0)
-				m.logged(t, id, wantCause)
+				m.noLeak(t, before)
+				m.logged(t, id, wantCause, marks)
 			})
 		}
 		cases++
@@ -76,7 +76,7 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 			m.n++
 			id := fmt.Sprintf("h%d.%s.reset-held", m.n, p.name)
 			m.cell.closeConns()
-			g0, f0 := m.state(t)
+			before, marks := m.state(t), m.marks()
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
 				for m.cell.count(id) == 0 {
@@ -90,8 +90,8 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 			}
 			m.alive(t)
 			client.CloseIdleConnections()
-			m.noLeak(t, g0, f0)
-			m.logged(t, id, true)
+			m.noLeak(t, before)
+			m.logged(t, id, true, marks)
 		})
 	}
 	t.Logf("fault matrix over HTTP/2: %d cases", cases)

@@ -43,59 +43,106 @@ var rawFaultPaths = []faultPath{
 func TestFaultMatrix(t *testing.T) {
 	cell := newFaultCell(t)
 	e := faultsEdge(t, cell, nil)
-	m := &matrix{e: e, cell: cell, addr: strings.TrimPrefix(e.PublicURL, "http://")}
+	m := newMatrix(cell, e.PublicURL, rawFaultPaths[0], watchEdge(e))
 	m.control(t, "warmup")
+	m.cell.closeConns()
+	start := m.state(t)
 	cases := 0
 	for _, p := range rawFaultPaths {
-		for _, up := range upstreamFaults {
-			cases++
-			t.Run(p.name+"/"+up, func(t *testing.T) { m.run(t, p, up, cliNone) })
-		}
-		for _, cli := range clientFaults {
-			if cli == cliResetSendingBody && p.method != http.MethodPost {
-				continue
-			}
-			cases++
-			t.Run(p.name+"/client-"+cli, func(t *testing.T) { m.run(t, p, upNone, cli) })
-		}
+		cases += m.runAll(t, p)
 	}
+	m.noDrift(t, start)
 	t.Logf("fault matrix: %d cases over %d raw paths", cases, len(rawFaultPaths))
 }
 
-type matrix struct {
-	e    *edgeProc
-	cell *faultCell
-	addr string
-	n    int
+// watched is a process on a case's path: it must stay up and give back the goroutines and files
+// the case took; an edge writes an access line for the case.
+type watched struct {
+	*process
+	metrics string // its ops /metrics
+	edge    bool
 }
 
-// state is what edge holds: its goroutines (go_goroutines) and open files.
-func (m *matrix) state(t *testing.T) (goroutines, fds int) {
-	t.Helper()
-	resp, err := http.Get(m.e.OpsURL + "/metrics")
-	if err != nil {
-		t.Fatalf("edge's metrics: %v", err)
+func watchEdge(e *edgeProc) watched {
+	return watched{process: e.process, metrics: e.OpsURL + "/metrics", edge: true}
+}
+
+func watchAgent(a *agentProc) watched {
+	return watched{process: a.process, metrics: a.OpsURL + "/metrics"}
+}
+
+// matrix runs cases against one path of processes: the client connects to addr (the entry edge,
+// procs[0]) and reaches the fault cell through every process of procs.
+type matrix struct {
+	cell  *faultCell
+	addr  string
+	procs []watched
+	ctl   faultPath // the control request's path
+	// stall is what a client waiting on a stalled upstream gets: 504 when a timeout applies (a
+	// cell's upstream_timeout), 0 when none does (an agent's upstream may take as long as its
+	// client waits): nothing until the client gives up after stallPatience.
+	stall         int
+	stallPatience time.Duration
+	tag           string // before each case's id: unique across the matrices sharing a cell
+	// slack is how many goroutines more than before a case a process may hold after it: its
+	// idle keep-alive connections (2 for edge's to a cell; 3 at a hop's holder, where the control
+	// request may find its stream to the agent not yet idle and open a second one). Files: 2. A
+	// leak small enough to pass adds up over the cases: see noDrift.
+	slack int
+	n     int
+}
+
+func newMatrix(cell *faultCell, publicURL string, ctl faultPath, procs ...watched) *matrix {
+	return &matrix{cell: cell, addr: strings.TrimPrefix(publicURL, "http://"), procs: procs, ctl: ctl,
+		stall: http.StatusGatewayTimeout, stallPatience: 2500 * time.Millisecond, slack: 2}
+}
+
+// runAll runs path p with every upstream fault and every client fault that applies; it returns
+// the number of cases.
+func (m *matrix) runAll(t *testing.T, p faultPath) int {
+	cases := 0
+	for _, up := range upstreamFaults {
+		cases++
+		t.Run(p.name+"/"+up, func(t *testing.T) { m.run(t, p, up, cliNone) })
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
-			fmt.Sscan(v, &goroutines)
+	for _, cli := range clientFaults {
+		if cli == cliResetSendingBody && p.method != http.MethodPost {
+			continue
 		}
+		cases++
+		t.Run(p.name+"/client-"+cli, func(t *testing.T) { m.run(t, p, upNone, cli) })
 	}
-	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", m.e.cmd.Process.Pid))
-	if err != nil {
-		t.Fatalf("edge's files: %v", err)
+	return cases
+}
+
+// procState is what one process holds: its goroutines (go_goroutines) and open files.
+type procState struct{ goroutines, fds int }
+
+func (m *matrix) state(t *testing.T) []procState {
+	t.Helper()
+	out := make([]procState, len(m.procs))
+	for i, p := range m.procs {
+		n, err := metricSum(p.metrics, "go_goroutines", "")
+		if err != nil {
+			t.Fatalf("%s's metrics: %v", p.name, err)
+		}
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+		if err != nil {
+			t.Fatalf("%s's files: %v", p.name, err)
+		}
+		out[i] = procState{goroutines: int(n), fds: len(entries)}
 	}
-	return goroutines, len(entries)
+	return out
 }
 
 func (m *matrix) alive(t *testing.T) {
 	t.Helper()
-	select {
-	case <-m.e.exited:
-		t.Fatalf("edge exited: %v\n%s", m.e.waitErr, m.e.out.String())
-	default:
+	for _, p := range m.procs {
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited: %v\n%s", p.name, p.waitErr, p.out.String())
+		default:
+		}
 	}
 }
 
@@ -108,19 +155,23 @@ func (m *matrix) control(t *testing.T, id string) {
 		t.Fatalf("control: %v", err)
 	}
 	defer conn.Close()
-	p := rawFaultPaths[0]
-	io.WriteString(conn, p.bytes(faultRequest{id: id, fault: upNone}, 0, ""))
+	io.WriteString(conn, m.ctl.bytes(faultRequest{id: id, fault: upNone}, len(m.ctl.body), m.ctl.body))
 	r := readAnswer(conn, bufio.NewReader(conn), 5*time.Second)
 	if r.status != http.StatusOK || r.body != caseBody(id) {
 		t.Fatalf("control request %s: status %d body %q (%v), want its own answer", id, r.status, r.body, r.bodyErr)
 	}
 }
 
+// run is one case, from no connection at the cell. After it: a control request (which may take
+// a connection the case left idle), the cell's connections released (answered or closed, none
+// in the middle of a request), and once the cell closes the idle ones, every process back to
+// what it held before.
 func (m *matrix) run(t *testing.T, p faultPath, up, cli string) {
 	m.n++
-	id := fmt.Sprintf("c%d.%s.%s.%s", m.n, p.name, up, cli)
+	id := fmt.Sprintf("%sc%d.%s.%s.%s", m.tag, m.n, p.name, up, cli)
 	m.cell.closeConns()
-	g0, f0 := m.state(t)
+	before := m.state(t)
+	marks := m.marks()
 	conn, err := net.Dial("tcp", m.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -134,11 +185,11 @@ func (m *matrix) run(t *testing.T, p faultPath, up, cli string) {
 	case cliNone:
 		io.WriteString(conn, p.bytes(req, len(p.body), p.body))
 		patience := 5 * time.Second
-		if up == upStallMidBody {
-			patience = 2500 * time.Millisecond
+		if up == upStallMidBody || up == upStall && m.stall == 0 {
+			patience = m.stallPatience
 		}
 		r := readAnswer(conn, br, patience)
-		wantCause = judgeUpstream(t, id, up, r)
+		wantCause = judgeUpstream(t, id, up, r, m.stall)
 	case cliResetSendingBody:
 		io.WriteString(conn, p.bytes(req, 5000, p.body))
 		time.Sleep(100 * time.Millisecond)
@@ -152,12 +203,14 @@ func (m *matrix) run(t *testing.T, p faultPath, up, cli string) {
 		if ok, got := endsWithoutAnswer(conn, 5*time.Second); !ok {
 			t.Errorf("half-closed client got %q, want the connection ended with nothing (the cell never answered)", got)
 		}
+		m.wantAbandoned(t, id)
 	case cliResetHeld:
 		req.hold = holdOf(p, 1000)
 		io.WriteString(conn, p.bytes(req, len(p.body), p.body))
 		poll.Until(t, 5*time.Second, "the cell has the request", func() bool { return m.cell.count(id) == 1 })
 		time.Sleep(100 * time.Millisecond)
 		reset(conn)
+		m.wantAbandoned(t, id)
 	case cliStopReading:
 		req.answer = "big"
 		io.WriteString(conn, p.bytes(req, len(p.body), p.body))
@@ -182,18 +235,33 @@ func (m *matrix) run(t *testing.T, p faultPath, up, cli string) {
 	if n := m.cell.count(id); n > maxSeen {
 		t.Errorf("the cell saw the request %d times, want at most %d", n, maxSeen)
 	}
-	m.noLeak(t, g0, f0)
-	m.logged(t, id, wantCause)
 	m.control(t, id+".control")
+	poll.UntilState(t, 2*time.Second, "the cell's connections released (none in the middle of a request)", func() (bool, string) {
+		n := m.cell.busy()
+		return n == 0, fmt.Sprintf("%d held", n)
+	})
+	m.cell.closeConns()
+	m.noLeak(t, before)
+	m.logged(t, id, wantCause, marks)
 }
 
-// judgeUpstream checks the client's outcome of an upstream fault; it says whether the access
-// line must name a cause.
-func judgeUpstream(t *testing.T, id, up string, r clientResult) bool {
+// wantAbandoned: the client's going away reached the cell, which saw its connection closed while
+// it held the request (the upstream request cancelled, not left to run).
+func (m *matrix) wantAbandoned(t *testing.T, id string) {
+	t.Helper()
+	poll.Wait(t, 2*time.Second, "the upstream request cancelled (the cell's connection closed while it held it)", func() bool { return m.cell.abandoned(id) })
+}
+
+// judgeUpstream checks the client's outcome of an upstream fault (stall: see matrix.stall); it
+// says whether the access line must name a cause.
+func judgeUpstream(t *testing.T, id, up string, r clientResult, stall int) bool {
 	t.Helper()
 	whole := r.status == http.StatusOK && r.bodyErr == nil && r.body == caseBody(id)
 	edgeError := func(status int) bool {
 		return r.status == status && strings.Contains(r.body, `"error":"`) && r.bodyErr == nil
+	}
+	if up != upInterimClose && r.interims > 0 {
+		t.Errorf("got %+v: %d interim answers, want none (neither the client nor the upstream asked for one)", r, r.interims)
 	}
 	switch up {
 	case upNone, upExtraBytes:
@@ -210,8 +278,11 @@ func judgeUpstream(t *testing.T, id, up string, r clientResult) bool {
 			t.Errorf("got %+v, want at most one 103, then 502 with a cause", r)
 		}
 	case upStall:
-		if !edgeError(http.StatusGatewayTimeout) {
-			t.Errorf("got %+v, want 504 with a cause", r)
+		if stall == 0 && (r.status != 0 || r.closed) {
+			t.Errorf("got %+v, want nothing, the connection open, until the client gave up", r)
+		}
+		if stall != 0 && !edgeError(stall) {
+			t.Errorf("got %+v, want %d with a cause", r, stall)
 		}
 	case upCloseFirstByte, upCloseMidBody, upResetMidBody, upCloseLastChunk, upStallMidBody:
 		// The answer had begun at the cell: a 502 when none of it had reached the client, else
@@ -228,25 +299,71 @@ func judgeUpstream(t *testing.T, id, up string, r clientResult) bool {
 	return true
 }
 
-// noLeak waits up to 2 s for edge to hold no more goroutines and files than before the case
-// (a few more: an idle connection to the cell kept for the next request).
-func (m *matrix) noLeak(t *testing.T, g0, f0 int) {
+// noLeak waits up to 2 s for every process to hold no more goroutines and files than before the
+// case (a few more: see slack).
+func (m *matrix) noLeak(t *testing.T, before []procState) {
 	t.Helper()
-	poll.UntilState(t, 2*time.Second, "edge back to the goroutines and files it had before the case", func() (bool, string) {
-		g, f := m.state(t)
-		return g <= g0+2 && f <= f0+2, fmt.Sprintf("goroutines %d (before %d), files %d (before %d)", g, g0, f, f0)
-	})
+	m.within(t, before, "before the case")
 }
 
-// logged checks the case's access line: there, and with a cause when the request failed.
-func (m *matrix) logged(t *testing.T, id string, wantCause bool) {
+// noDrift: after many cases, every process holds no more than it did before the first (the
+// cell's connections closed), give or take the slack of one case. A leak small enough to pass
+// each case's check adds up here.
+func (m *matrix) noDrift(t *testing.T, start []procState) {
 	t.Helper()
-	poll.UntilState(t, 2*time.Second, "the case's access line", func() (bool, string) {
-		for _, line := range strings.Split(m.e.out.String(), "\n") {
-			if strings.Contains(line, "msg=access") && strings.Contains(line, "request_id="+id+" ") {
-				return !wantCause || strings.Contains(line, " cause="), line
+	m.cell.closeConns()
+	t.Logf("after %d cases: %s", m.n, m.within(t, start, "before the first case"))
+}
+
+func (m *matrix) within(t *testing.T, before []procState, when string) (state string) {
+	t.Helper()
+	poll.UntilState(t, 2*time.Second, "every process back to the goroutines and files it had "+when, func() (bool, string) {
+		now := m.state(t)
+		ok := true
+		var b strings.Builder
+		for i, s := range now {
+			ok = ok && s.goroutines <= before[i].goroutines+m.slack && s.fds <= before[i].fds+2
+			fmt.Fprintf(&b, "%s: goroutines %d (before %d), files %d (before %d); ", m.procs[i].name, s.goroutines, before[i].goroutines, s.fds, before[i].fds)
+		}
+		state = b.String()
+		return ok, state
+	})
+	return state
+}
+
+// marks are the length of each process's output, where the case's lines begin.
+func (m *matrix) marks() []int {
+	out := make([]int, len(m.procs))
+	for i, p := range m.procs {
+		out[i] = len(p.out.String())
+	}
+	return out
+}
+
+// logged checks the case's access line at the entry edge, and that when the request failed a
+// line names the cause: an edge's access line for the case (the entry's, or a holder's for the
+// hop), or an agent's line for a failed upstream request since the case began (an agent's log
+// has no request id: its proxy answered the failure, which edge passed on).
+func (m *matrix) logged(t *testing.T, id string, wantCause bool, marks []int) {
+	t.Helper()
+	poll.UntilState(t, 2*time.Second, "the case's access line, and a line with its cause", func() (bool, string) {
+		entry, cause := "", !wantCause
+		for i, p := range m.procs {
+			out := p.out.String()
+			if !p.edge {
+				cause = cause || strings.Contains(out[min(marks[i], len(out)):], "upstream request failed")
+				continue
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if !strings.Contains(line, "msg=access") || !strings.Contains(line, "request_id="+id+" ") {
+					continue
+				}
+				if i == 0 {
+					entry = line
+				}
+				cause = cause || strings.Contains(line, " cause=")
 			}
 		}
-		return false, "no line"
+		return entry != "" && cause, fmt.Sprintf("entry's line %q, cause found %v", entry, cause)
 	})
 }

@@ -97,8 +97,18 @@ type agentProc struct {
 // given upstream ports, until the test ends.
 func startAgentProc(t *testing.T, id, edgeURL, tokenFile string, ports ...int) *agentProc {
 	t.Helper()
+	return startAgentWithConfig(t, id, edgeURL, tokenFile, "", ports...)
+}
+
+// startAgentWithConfig is startAgentProc with a config file too (empty: none), for what only a
+// file sets (a tracing block); the flags override the rest.
+func startAgentWithConfig(t *testing.T, id, edgeURL, tokenFile, config string, ports ...int) *agentProc {
+	t.Helper()
 	ops := freeAddr(t)
 	args := []string{"agent", "--edge", edgeURL, "--token-file", tokenFile, "--ops", ops, "--log-level", "debug"}
+	if config != "" {
+		args = append(args, "--config", config)
+	}
 	for _, p := range ports {
 		args = append(args, "--allow-port", strconv.Itoa(p))
 	}
