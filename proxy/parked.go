@@ -50,10 +50,7 @@ func (p *parked) then(f func()) { p.tails = append(p.tails, f) }
 
 // start watches both sockets; the first to speak settles the poll.
 func (p *parked) start() {
-	if !p.parking.add(p) {
-		p.abandonNow()
-		return
-	}
+	p.parking.hold(p)
 	g := p.parking.guard
 	g.Go("parked_poll", p.watchClient)
 	go func() {
@@ -202,13 +199,6 @@ func (p *parked) abandon() {
 	}
 }
 
-// abandonNow ends a poll that could not be parked because the listener drains.
-func (p *parked) abandonNow() {
-	p.settled.Store(true)
-	p.closeBoth()
-	p.runTails()
-}
-
 // closeBoth closes the runner's connection and the cell's request, as for a runner gone.
 func (p *parked) closeBoth() {
 	p.upstream.Close()
@@ -282,8 +272,14 @@ func (p *Proxy) pollJob(w *recorder, r *http.Request, rp *httputil.ReverseProxy,
 	// The request is out and its answer awaited. The second pass reads it; the server's context
 	// of the request ends with the handler, so the pass keeps only its values.
 	answer := func(ctx context.Context, rec *recorder) { rp.ServeHTTP(rec, r.WithContext(ctx)) }
+	if !w.parking.reserve() {
+		answer(r.Context(), w) // the listener drains: held here, as a poll that was never parked
+		pl.end(w.status)
+		return false
+	}
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
+		w.parking.unreserve()
 		answer(r.Context(), w)
 		pl.end(w.status)
 		return false

@@ -299,3 +299,25 @@ func TestParkedRunnerResetAfterAByteCancelsTheCell(t *testing.T) {
 	conn.Close()
 	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.count() == 0 })
 }
+
+// A poll the cell holds when the drain begins, before edge has taken its connection over, is
+// answered: it stays with its handler (the server's shutdown waits for it), never closed with
+// its cell's request canceled.
+func TestPollHeldAsTheDrainBeginsIsAnswered(t *testing.T) {
+	cell := newHeldCell(t)
+	addr, pk := parkingFront(t, cell)
+	conn := runnerConn(t, addr)
+	io.WriteString(conn, jobsRequest(t, ""))
+	poll.Until(t, 5*time.Second, "the cell holds the poll", func() bool { held, _ := cell.counts(); return held == 1 })
+	pk.StopReturning() // within the 50 ms before the poll would park
+	time.Sleep(200 * time.Millisecond)
+	cell.answer()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the poll held as the drain began: %v %v, want the cell's 201", resp, err)
+	}
+	if _, canceled := cell.counts(); canceled != 0 {
+		t.Errorf("the cell saw %d requests canceled, want none", canceled)
+	}
+}

@@ -42,16 +42,29 @@ func (pk *Parking) accepting() bool {
 	return !pk.closing
 }
 
-func (pk *Parking) add(p *parked) bool {
+// reserve takes a place for a poll about to be parked, unless the listener drains: then the poll
+// stays with its handler, which the server's shutdown waits for, and is answered there. Deciding
+// before the connection is taken over leaves no poll between the two (one taken over as the
+// drain began was closed, its cell's request canceled).
+func (pk *Parking) reserve() bool {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	if pk.closing {
 		return false
 	}
-	pk.held[p] = struct{}{}
 	pk.total++
 	pk.wg.Add(1)
 	return true
+}
+
+// unreserve gives back a place a poll could not take (its connection could not be taken over).
+func (pk *Parking) unreserve() { pk.wg.Done() }
+
+// hold parks p in its reserved place.
+func (pk *Parking) hold(p *parked) {
+	pk.mu.Lock()
+	pk.held[p] = struct{}{}
+	pk.mu.Unlock()
 }
 
 func (pk *Parking) done(p *parked) {
