@@ -198,76 +198,14 @@ func caseBody(id string) string { return `{"case":"` + id + `","pad":"` + string
 // loopback the sender's buffer alone grows to tcp_wmem's 4 MiB), so edge must wait on the client.
 const bigAnswer = 16 << 20
 
-// answer writes the case's answer or fault; false when the connection is done.
+// answer writes the case's answer (X-Answer) or its fault (X-Fault); false when the connection is
+// done.
 func (c *faultCell) answer(conn net.Conn, req *http.Request, id string) bool {
-	body := caseBody(id)
+	p := faultPlan{id: id, fault: req.Header.Get("X-Fault"), body: caseBody(id), chunked: req.Header.Get("X-Answer") == "chunked"}
 	if req.Header.Get("X-Answer") == "big" {
-		body = strings.Repeat("b", bigAnswer)
+		p.body = strings.Repeat("b", bigAnswer)
 	}
-	chunked := req.Header.Get("X-Answer") == "chunked"
-	head := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
-	if chunked {
-		head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-	}
-	whole := func() {
-		if !chunked {
-			io.WriteString(conn, head+body)
-			return
-		}
-		half := len(body) / 2
-		io.WriteString(conn, head+chunk(body[:half])+chunk(body[half:])+"0\r\n\r\n")
-	}
-	reset := func() {
-		if tc, ok := conn.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
-	}
-	half := len(body) / 2
-	switch req.Header.Get("X-Fault") {
-	case upCloseStatus:
-		io.WriteString(conn, "HTTP/1.1 2")
-		return false
-	case upResetStatus:
-		io.WriteString(conn, "HTTP/1.1 2")
-		reset()
-		return false
-	case upCloseHeaders:
-		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: appl")
-		return false
-	case upResetHeaders:
-		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: appl")
-		reset()
-		return false
-	case upCloseFirstByte:
-		io.WriteString(conn, head+firstPart(body[:1], chunked))
-		return false
-	case upCloseMidBody:
-		io.WriteString(conn, head+firstPart(body[:half], chunked))
-		return false
-	case upResetMidBody:
-		io.WriteString(conn, head+firstPart(body[:half], chunked))
-		reset()
-		return false
-	case upCloseLastChunk:
-		io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+chunk(body[:half])+chunk(body[half:]))
-		return false
-	case upStall:
-		io.Copy(io.Discard, conn) // until edge gives up and closes, or the case ends
-		return false
-	case upStallMidBody:
-		io.WriteString(conn, head+firstPart(body[:half], chunked))
-		io.Copy(io.Discard, conn)
-		return false
-	case upExtraBytes:
-		whole()
-		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{\"case\":\"evil\"}")
-		return true
-	case upInterimClose:
-		io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
-		return false
-	}
-	whole()
-	return true
+	return writeAnswer(conn, p)
 }
 
 func chunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
