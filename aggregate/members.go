@@ -53,10 +53,16 @@ func newMember(m Member) (*member, error) {
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: memberHeaderTimeout,
 	}
 	return &member{Member: m, base: u, client: &http.Client{Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
+
+// memberHeaderTimeout bounds how long a member may take to begin its answer: a kube-apiserver
+// answers 504 itself after its --request-timeout (60 s by default), so past that and a margin the
+// member is unavailable (503 naming it, or left out with member_down: partial).
+const memberHeaderTimeout = 65 * time.Second
 
 // upstreamHeaders are the client's headers a member may see: edge's own credentials and the
 // caller's impersonated identity replace the client's Authorization.

@@ -192,7 +192,9 @@ func (c *faultCell) hold(conn net.Conn, br *bufio.Reader, id string, d time.Dura
 }
 
 // caseBody is the whole answer's body for a case: the client checks it got its own.
-func caseBody(id string) string { return `{"case":"` + id + `","pad":"` + strings.Repeat("p", 64) + `"}` }
+func caseBody(id string) string {
+	return `{"case":"` + id + `","pad":"` + strings.Repeat("p", 64) + `"}`
+}
 
 // bigAnswer is more than the kernel holds between a writer and a client that does not read (on
 // loopback the sender's buffer alone grows to tcp_wmem's 4 MiB), so edge must wait on the client.
