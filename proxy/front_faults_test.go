@@ -19,7 +19,7 @@ import (
 func TestRequestPanicIs502AndCounted(t *testing.T) {
 	fired := false
 	cell := newScriptedCell(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") })
-	addr, _, reg, logs := guardedFront(t, cell.url, deadURL(), func(f *Front) {
+	addr, _, g, logs := guardedFront(t, cell.url, deadURL(), func(f *Front) {
 		for _, a := range f.Routes().Runner.targets[1].addrs {
 			a.plain.ModifyResponse = func(*http.Response) error {
 				if !fired {
@@ -34,7 +34,7 @@ func TestRequestPanicIs502AndCounted(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, `"error":"panic"`) || !resp.Close {
 		t.Errorf("got %d %q (close %v), want 502 panic with the connection closed", resp.StatusCode, body, resp.Close)
 	}
-	if n := panicsOf(reg, "request"); n != 1 {
+	if n := g.Contained("request"); n != 1 {
 		t.Errorf("edge_panics_total{where=request} = %v, want 1", n)
 	}
 	if !strings.Contains(logs.String(), "forced in a request's handler") || !strings.Contains(logs.String(), "front_faults_test.go") {
@@ -53,7 +53,7 @@ func TestAnswerCutMidBodyClosesTheConnection(t *testing.T) {
 		io.WriteString(c, strings.Repeat("x", 40000))
 		c.Close()
 	})
-	addr, _, reg, logs := guardedFront(t, cell.url, deadURL(), nil)
+	addr, _, g, logs := guardedFront(t, cell.url, deadURL(), nil)
 	conn := runnerConn(t, addr)
 	io.WriteString(conn, "GET /api/v4/runners/verify HTTP/1.1\r\nHost: edge\r\n\r\n")
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -65,7 +65,7 @@ func TestAnswerCutMidBodyClosesTheConnection(t *testing.T) {
 	if err == nil || n >= 100000 {
 		t.Errorf("read %d bytes, err %v: want the body cut and the connection ended", n, err)
 	}
-	if n := panicsOf(reg, "request"); n != 0 {
+	if n := g.Contained("request"); n != 0 {
 		t.Errorf("edge_panics_total{where=request} = %v, want 0 (an abort is no crash)", n)
 	}
 	_ = logs

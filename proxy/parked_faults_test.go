@@ -74,7 +74,7 @@ func (c *scriptedCell) requests() int {
 }
 
 // guardedParkingFront is parkingFrontTo with a guard whose counter the test reads, and its logs.
-func guardedParkingFront(t *testing.T, cell *url.URL, modify func(*Front)) (addr string, pk *Parking, reg *prometheus.Registry, logs *lockedBuffer) {
+func guardedParkingFront(t *testing.T, cell *url.URL, modify func(*Front)) (addr string, pk *Parking, g *guard.Guard, logs *lockedBuffer) {
 	t.Helper()
 	legacy, _ := url.Parse("http://127.0.0.1:9")
 	return guardedFront(t, legacy, cell, modify)
@@ -82,12 +82,11 @@ func guardedParkingFront(t *testing.T, cell *url.URL, modify func(*Front)) (addr
 
 // guardedFront is a front with a guard and parking on a real listener: cell 1 (legacy) at
 // legacy, cell 2 at cell.
-func guardedFront(t *testing.T, legacy, cell *url.URL, modify func(*Front)) (addr string, pk *Parking, reg *prometheus.Registry, logs *lockedBuffer) {
+func guardedFront(t *testing.T, legacy, cell *url.URL, modify func(*Front)) (addr string, pk *Parking, g *guard.Guard, logs *lockedBuffer) {
 	t.Helper()
 	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell}}, nil)
 	logs = &lockedBuffer{}
-	reg = prometheus.NewRegistry()
-	g, err := guard.New(slog.New(slog.NewTextHandler(logs, nil)), reg)
+	g, err := guard.New(slog.New(slog.NewTextHandler(logs, nil)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +109,7 @@ func guardedFront(t *testing.T, legacy, cell *url.URL, modify func(*Front)) (add
 		srv.Shutdown(ctx)
 		pk.Drain(ctx)
 	})
-	return ln.Addr().String(), pk, reg, logs
+	return ln.Addr().String(), pk, g, logs
 }
 
 type lockedBuffer struct {
@@ -128,27 +127,6 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// panicsOf is edge_panics_total{where} as reg has it.
-func panicsOf(reg prometheus.Gatherer, where string) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return -1
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "edge_panics_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "where" && l.GetValue() == where {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // afterPark is how long a scripted cell waits before answering so that the poll parks first.
@@ -182,7 +160,7 @@ func TestParkedAnswerCutShortByTheCell(t *testing.T) {
 	if n := cell.requests(); n != 3 {
 		t.Errorf("cell saw %d requests, want 3 (once each)", n)
 	}
-	if n := panicsOf(g, "parked_poll"); n != 0 {
+	if n := g.Contained("parked_poll"); n != 0 {
 		t.Errorf("edge_panics_total{where=parked_poll} = %v, want 0: a cut answer is an abort, not a crash", n)
 	}
 }
@@ -273,7 +251,7 @@ func TestParkedPollPanicContained(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"error":"panic"`) {
 		t.Errorf("got %d %s, want 502 with cause panic", resp.StatusCode, body)
 	}
-	poll.Until(t, 5*time.Second, "the panic counted", func() bool { return panicsOf(g, "parked_poll") == 1 })
+	poll.Until(t, 5*time.Second, "the panic counted", func() bool { return g.Contained("parked_poll") == 1 })
 	if n := strings.Count(logs.String(), "forced in a parked poll's answer"); n != 1 {
 		t.Errorf("the panic logged %d times, want once", n)
 	}

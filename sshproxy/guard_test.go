@@ -30,7 +30,7 @@ func TestSessionPanicEndsTheSession(t *testing.T) {
 		c.Close()
 		t.Fatal("logged in through a crashing authorizer")
 	}
-	poll.Until(t, 5*time.Second, "the login's panic counted", func() bool { return panics(t, reg, "ssh_session") == 1 })
+	poll.Until(t, 5*time.Second, "the login's panic counted", func() bool { return g.Contained("ssh_session") == 1 })
 
 	r.crash.Store(false)
 	c, err := r.dial("ws-alice", "glpat-alice")
@@ -49,7 +49,7 @@ func TestSessionPanicEndsTheSession(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session is still open after its recheck crashed")
 	}
-	poll.Until(t, 5*time.Second, "the session's panic counted", func() bool { return panics(t, reg, "ssh_session") == 2 })
+	poll.Until(t, 5*time.Second, "the session's panic counted", func() bool { return g.Contained("ssh_session") == 2 })
 	poll.Until(t, 5*time.Second, "no session open", func() bool { return testutil.ToFloat64(r.srv.m.open) == 0 })
 
 	r.crash.Store(false)
@@ -67,29 +67,7 @@ func TestSessionPanicEndsTheSession(t *testing.T) {
 	if !errors.As(err, &exit) || string(out) != "ran hostname" {
 		t.Errorf("after the crashes: %q, %v; want the workspace's answer", out, err)
 	}
-	if got := panics(t, reg, "ssh_session"); got != 2 {
+	if got := g.Contained("ssh_session"); got != 2 {
 		t.Errorf("edge_panics_total{where=ssh_session}: got %v, want 2", got)
 	}
-}
-
-// panics is edge_panics_total{where} in reg.
-func panics(t *testing.T, reg *prometheus.Registry, where string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "edge_panics_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "where" && l.GetValue() == where {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -16,42 +16,19 @@ import (
 	"gitlab.com/edge/edge/internal/poll"
 )
 
-func newTestGuard(t *testing.T) (*guard.Guard, *prometheus.Registry) {
+func newTestGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	g, err := guard.New(slog.New(slog.DiscardHandler), reg)
+	g, err := guard.New(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, reg
+	return g
 }
 
-// panics is edge_panics_total{where} in reg.
-func panics(t *testing.T, reg *prometheus.Registry, where string) float64 {
+func waitPanics(t *testing.T, g *guard.Guard, where string, want float64) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "edge_panics_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "where" && l.GetValue() == where {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
-func waitPanics(t *testing.T, reg *prometheus.Registry, where string, want float64) {
-	t.Helper()
-	poll.Until(t, 5*time.Second, "edge_panics_total{where="+where+"} counted", func() bool { return panics(t, reg, where) >= want })
-	if got := panics(t, reg, where); got != want {
+	poll.Until(t, 5*time.Second, "edge_panics_total{where="+where+"} counted", func() bool { return g.Contained(where) >= want })
+	if got := g.Contained(where); got != want {
 		t.Errorf("edge_panics_total{where=%s}: got %v, want %v", where, got, want)
 	}
 }
@@ -72,7 +49,7 @@ func (c crashingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestStreamHandlerPanicIs502: a panic serving a stream at the agent ends that stream with 502,
 // counted as tunnel_stream; the connection stays and serves the next request.
 func TestStreamHandlerPanicIs502(t *testing.T) {
-	g, reg := newTestGuard(t)
+	g := newTestGuard(t)
 	var crash atomic.Bool
 	crash.Store(true)
 	e := newEnv(t, envOptions{agent: func(o *AgentOptions) {
@@ -83,7 +60,7 @@ func TestStreamHandlerPanicIs502(t *testing.T) {
 	if status, _ := get(t, e.url("/hello"), nil); status != http.StatusBadGateway {
 		t.Errorf("crashed stream: got %d, want 502", status)
 	}
-	waitPanics(t, reg, "tunnel_stream", 1)
+	waitPanics(t, g, "tunnel_stream", 1)
 	crash.Store(false)
 	if status, body := get(t, e.url("/hello"), nil); status != http.StatusOK || body != "hello from upstream" {
 		t.Errorf("after the crash: got %d %q, want 200 from the upstream", status, body)
@@ -101,7 +78,7 @@ func (panicOnRead) Read([]byte) (int, error) { panic("test: a read crashed") }
 // TestRelayPanicClosesBoth: a panic in the way Relay runs itself closes both connections, so the
 // caller's way ends too and Relay returns; splice_relay counts it.
 func TestRelayPanicClosesBoth(t *testing.T) {
-	g, reg := newTestGuard(t)
+	g := newTestGuard(t)
 	a, aPeer := net.Pipe()
 	b, bPeer := net.Pipe()
 	defer aPeer.Close()
@@ -120,7 +97,7 @@ func TestRelayPanicClosesBoth(t *testing.T) {
 	if _, err := bPeer.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("b's peer reads %v, want EOF (b closed)", err)
 	}
-	waitPanics(t, reg, "splice_relay", 1)
+	waitPanics(t, g, "splice_relay", 1)
 }
 
 // panicWriter crashes on every write.
@@ -132,13 +109,13 @@ func (panicWriter) Write([]byte) (int, error) { panic("test: a write crashed") }
 // send loop gets an error and the connection closes) instead of leaving it waiting for a flusher
 // that is gone; the lock is released, and tunnel_flush counts it.
 func TestFlusherPanicFailsTheWriter(t *testing.T) {
-	g, reg := newTestGuard(t)
+	g := newTestGuard(t)
 	f := newFrameWriter(panicWriter{})
 	f.guard = g
 	if _, err := f.Write([]byte("a small frame")); err != nil {
 		t.Fatalf("first write (queued): %v", err)
 	}
-	waitPanics(t, reg, "tunnel_flush", 1)
+	waitPanics(t, g, "tunnel_flush", 1)
 	var err error
 	poll.Until(t, 5*time.Second, "the writer fails", func() bool {
 		_, err = f.Write([]byte("another frame"))

@@ -104,6 +104,7 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// never will once it has closed its end (its client went away): r's context ends then, and
 	// fails the write, so that the upstream request is cancelled rather than held until the
 	// stream's close times out.
+	// guard: only sets a deadline
 	stop := context.AfterFunc(r.Context(), func() { _ = http.NewResponseController(w).SetWriteDeadline(time.Unix(1, 0)) })
 	defer stop()
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Guard logs and counts contained panics. The zero of *Guard (nil) still contains them and
@@ -122,3 +123,15 @@ func (w *trackingWriter) Write(b []byte) (int, error) {
 }
 
 func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Contained is how many panics g has contained where.
+func (g *Guard) Contained(where string) float64 {
+	if g == nil {
+		return 0
+	}
+	var m dto.Metric
+	if err := g.panics.WithLabelValues(where).Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
