@@ -24,7 +24,7 @@ type admissionRig struct {
 	cell, ctl             *faultUpstream
 	cellFaults, ctlFaults caseFaults
 	e                     *edgeProc
-	m                     *matrix // the edge's state, liveness and log marks
+	procs                 procSet // the edge
 	mu                    sync.Mutex
 	calls                 map[string]string // the body of the last trace or state call of a job ("trace:N")
 	job                   int
@@ -49,7 +49,7 @@ func newAdmissionRig(t *testing.T) *admissionRig {
 			{Name: "lenient", URL: a.ctl.url() + "/lenient", Timeout: controllerTimeout.String(), OnError: "admit"},
 		}}},
 	})
-	a.m = &matrix{procs: []watched{watchEdge(a.e)}, slack: 2}
+	a.procs = procSet{watchEdge(a.e)}
 	return a
 }
 
@@ -112,22 +112,22 @@ func (a *admissionRig) nextJob() string {
 
 // poll is a runner's jobs/request for job, by hand, on a new connection: what it got (it may
 // run on a goroutine of its own).
-func (a *admissionRig) poll(t *testing.T, job string, patience time.Duration) response {
+func (a *admissionRig) poll(t *testing.T, job string, patience time.Duration) clientResult {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(a.e.PublicURL, "http://"))
 	if err != nil {
 		t.Errorf("dial edge: %v", err)
-		return response{}
+		return clientResult{}
 	}
 	defer conn.Close()
 	body := `{"token":"glrt-faults-legacy-runner","last_update":"x","info":{"executor":"shell","platform":"linux","architecture":"amd64","version":"17.11.0"}}`
 	fmt.Fprintf(conn, "POST /api/v4/jobs/request HTTP/1.1\r\nHost: edge.test\r\nUser-Agent: gitlab-runner 17.11.0 (faults)\r\n"+
 		"X-Job: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", job, len(body), body)
-	return readResponse(conn, bufio.NewReader(conn), patience)
+	return readAnswer(conn, bufio.NewReader(conn), patience)
 }
 
 // handedOut: the runner got the cell's answer byte for byte.
-func (a *admissionRig) handedOut(t *testing.T, job string, r response) {
+func (a *admissionRig) handedOut(t *testing.T, job string, r clientResult) {
 	t.Helper()
 	if r.status != http.StatusCreated || r.bodyErr != nil || r.body != jobPayload(job) {
 		t.Errorf("runner got %d %q (%v), want 201 and job %s as the cell sent it; edge's lines on it:\n%s", r.status, r.body, r.bodyErr, job, a.linesOf(job))
@@ -135,7 +135,7 @@ func (a *admissionRig) handedOut(t *testing.T, job string, r response) {
 }
 
 // turnedAway: the runner got 204 with the cell's X-Gitlab-Last-Update and no job.
-func (a *admissionRig) turnedAway(t *testing.T, job string, r response) {
+func (a *admissionRig) turnedAway(t *testing.T, job string, r clientResult) {
 	t.Helper()
 	if r.status != http.StatusNoContent || r.body != "" || r.header.Get("X-Gitlab-Last-Update") != "lu-"+job {
 		t.Errorf("runner got %d %v %q, want 204 with the cell's X-Gitlab-Last-Update lu-%s and no job; edge's lines on it:\n%s", r.status, r.header, r.body, job, a.linesOf(job))
@@ -169,7 +169,7 @@ func (a *admissionRig) controls(t *testing.T) {
 // edge's idle connections to the cell closed and drop them (edge's inline transport checks an
 // idle connection when it takes it, not before: until then a pool holds the closed ones);
 // nothing held at the cell or the controllers; their idle connections closed, edge back to what
-// it held before the case (the slack of matrix.noLeak: the pools' two connections last used).
+// it held before the case (the slack of procSet.settled: the pools' two connections last used).
 func (a *admissionRig) settle(t *testing.T, before []procState) {
 	t.Helper()
 	a.controls(t)
@@ -182,7 +182,7 @@ func (a *admissionRig) settle(t *testing.T, before []procState) {
 	})
 	a.cell.closeConns()
 	a.ctl.closeConns()
-	a.m.noLeak(t, before)
+	a.procs.settled(t, before)
 }
 
 // TestFaultMatrixAdmission: (a) every upstream fault of an admission controller, for a controller
@@ -218,7 +218,7 @@ func (a *admissionRig) runController(t *testing.T, ctl, up string) {
 	job := a.nextJob()
 	a.cell.closeConns()
 	a.ctl.closeConns()
-	before, marks := a.m.state(t), a.m.marks()
+	before, marks := a.procs.state(t), a.procs.marks()
 	a.ctlFaults.set(ctl+":"+job, caseFault{fault: up})
 	r := a.poll(t, job, 5*time.Second)
 	rejected := !answered(up) && ctl == "strict"
@@ -227,7 +227,7 @@ func (a *admissionRig) runController(t *testing.T, ctl, up string) {
 	} else {
 		a.handedOut(t, job, r)
 	}
-	a.m.alive(t)
+	a.procs.alive(t)
 	for _, id := range []string{"strict:" + job, "lenient:" + job, "request:" + job} {
 		if n := a.ctl.count(id) + a.cell.count(id); n != 1 {
 			t.Errorf("%s: %d requests, want 1", id, n)
@@ -244,10 +244,10 @@ func (a *admissionRig) runController(t *testing.T, ctl, up string) {
 	}
 	a.settle(t, before)
 	if !answered(up) {
-		logHas(t, a.m.procs[0], marks[0], `msg="admission controller failed"`, "controller="+ctl+" ", "job_id="+job+" ", "error=")
+		logHas(t, a.e.process, marks[0], `msg="admission controller failed"`, "controller="+ctl+" ", "job_id="+job+" ", "error=")
 	}
 	if rejected {
-		logHas(t, a.m.procs[0], marks[0], `msg="admission rejected a job"`, "job_id="+job+" ", "controller=strict ")
+		logHas(t, a.e.process, marks[0], `msg="admission rejected a job"`, "job_id="+job+" ", "controller=strict ")
 	}
 }
 
@@ -325,9 +325,9 @@ func (a *admissionRig) runCellCalls(t *testing.T) int {
 	cases := cellCases()
 	a.cell.closeConns()
 	a.ctl.closeConns()
-	before, marks := a.m.state(t), a.m.marks()
+	before, marks := a.procs.state(t), a.procs.marks()
 	jobs := make([]string, len(cases))
-	got := make([]response, len(cases))
+	got := make([]clientResult, len(cases))
 	var wg sync.WaitGroup
 	for i, c := range cases {
 		jobs[i] = a.nextJob()
@@ -339,12 +339,12 @@ func (a *admissionRig) runCellCalls(t *testing.T) int {
 	for i, c := range cases {
 		t.Run("cell/"+c.name, func(t *testing.T) { a.judgeCellCall(t, c, jobs[i], got[i], marks[0]) })
 	}
-	a.m.alive(t)
+	a.procs.alive(t)
 	a.settle(t, before)
 	return len(cases)
 }
 
-func (a *admissionRig) judgeCellCall(t *testing.T, c cellCase, job string, r response, mark int) {
+func (a *admissionRig) judgeCellCall(t *testing.T, c cellCase, job string, r clientResult, mark int) {
 	a.turnedAway(t, job, r)
 	other := map[string]string{"trace": "state", "state": "trace"}[c.call]
 	at := a.cell.times(c.call + ":" + job)
@@ -368,7 +368,7 @@ func (a *admissionRig) judgeCellCall(t *testing.T, c cellCase, job string, r res
 	if n := a.ctl.count("strict:" + job); n != 1 {
 		t.Errorf("strict was asked about job %s %d times, want once", job, n)
 	}
-	edge := a.m.procs[0]
+	edge := a.e.process
 	logHas(t, edge, mark, `msg="admission rejected a job"`, "job_id="+job+" ")
 	gaveUp := `msg="admission: could not fail a rejected job at its cell; it was not handed out"`
 	if c.gaveUp {

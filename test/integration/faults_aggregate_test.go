@@ -43,7 +43,7 @@ func newAggRig(t *testing.T) *aggRig {
 type aggEdge struct {
 	partial bool
 	e       *edgeProc
-	m       *matrix
+	procs   procSet // the edge
 	addr    string
 }
 
@@ -60,7 +60,7 @@ func (g *aggRig) edge(t *testing.T, memberDown string) *aggEdge {
 		Routing:     routingConfig{TrustedProxies: []string{"127.0.0.1/32"}},
 		Aggregation: agg,
 	})
-	return &aggEdge{partial: memberDown == "partial", e: e, m: &matrix{procs: []watched{watchEdge(e)}, slack: 2}, addr: strings.TrimPrefix(e.PublicURL, "http://")}
+	return &aggEdge{partial: memberDown == "partial", e: e, procs: procSet{watchEdge(e)}, addr: strings.TrimPrefix(e.PublicURL, "http://")}
 }
 
 func configMap(ns, name, rv string, pad int) string {
@@ -179,7 +179,7 @@ func (g *aggRig) begin(t *testing.T, ae *aggEdge, kind, fault string, m1 caseFau
 	for _, u := range g.members {
 		u.closeConns()
 	}
-	c.before, c.marks = ae.m.state(t), ae.m.marks()
+	c.before, c.marks = ae.procs.state(t), ae.procs.marks()
 	g.faults[0].set(c.id, m1)
 	conn, err := net.Dial("tcp", ae.addr)
 	if err != nil {
@@ -194,7 +194,7 @@ func (g *aggRig) begin(t *testing.T, ae *aggEdge, kind, fault string, m1 caseFau
 func (c *aggCase) end(t *testing.T, cause ...string) {
 	t.Helper()
 	c.conn.Close()
-	c.ae.m.alive(t)
+	c.ae.procs.alive(t)
 	for i, u := range c.g.members {
 		if n := u.count(c.id); n > 1 {
 			t.Errorf("%s saw the request %d times, want at most once", memberNames[i], n)
@@ -211,10 +211,10 @@ func (c *aggCase) end(t *testing.T, cause ...string) {
 	for _, u := range c.g.members {
 		u.closeConns()
 	}
-	c.ae.m.noLeak(t, c.before)
-	logHas(t, c.ae.m.procs[0], c.marks[0], "msg=access", "request_id="+c.id+" ")
+	c.ae.procs.settled(t, c.before)
+	logHas(t, c.ae.e.process, c.marks[0], "msg=access", "request_id="+c.id+" ")
 	if len(cause) > 0 {
-		logHas(t, c.ae.m.procs[0], c.marks[0], cause...)
+		logHas(t, c.ae.e.process, c.marks[0], cause...)
 	}
 }
 
@@ -230,7 +230,7 @@ func (g *aggRig) control(t *testing.T, ae *aggEdge) {
 	}
 	defer conn.Close()
 	io.WriteString(conn, g.request(id, false))
-	r := readResponse(conn, bufio.NewReader(conn), 5*time.Second)
+	r := readAnswer(conn, bufio.NewReader(conn), 5*time.Second)
 	var list kubeObject
 	if r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &list) != nil {
 		t.Fatalf("control list %s: %d %q, want 200 and a list", id, r.status, r.body)
@@ -286,7 +286,7 @@ func (g *aggRig) listFault(t *testing.T, ae *aggEdge, up string) {
 	if up == upStall || up == upStallMidBody {
 		patience = 1500 * time.Millisecond
 	}
-	r := readResponse(c.conn, c.br, patience)
+	r := readAnswer(c.conn, c.br, patience)
 	var list kubeObject
 	json.Unmarshal([]byte(r.body), &list)
 	switch {
@@ -455,32 +455,23 @@ func (g *aggRig) listClientFault(t *testing.T, ae *aggEdge, cli string) {
 		g.faults[1].set(c.id, m1)
 	}
 	io.WriteString(c.conn, g.request(c.id, false))
-	poll.Until(t, 5*time.Second, "m1 has the request", func() bool { return g.members[0].count(c.id) == 1 })
+	g.members[0].waitRequest(t, c.id, "m1 has the request")
 	switch cli {
 	case cliResetHeld:
 		time.Sleep(100 * time.Millisecond)
 		reset(c.conn)
-		g.wantAbandoned(t, c.id)
+		g.members[0].wantAbandoned(t, c.id, "m1")
 	case cliHalfCloseHeld:
 		c.conn.(*net.TCPConn).CloseWrite()
 		if ok, got := endsWithoutAnswer(c.conn, 5*time.Second); !ok {
 			t.Errorf("half-closed client got %q, want the connection ended with nothing", got)
 		}
-		g.wantAbandoned(t, c.id)
+		g.members[0].wantAbandoned(t, c.id, "m1")
 	case cliStopReading:
 		time.Sleep(500 * time.Millisecond)
 		reset(c.conn)
 	}
 	c.end(t)
-}
-
-// wantAbandoned: the client's going away reached m1, which saw its connection closed while it
-// held the request.
-func (g *aggRig) wantAbandoned(t *testing.T, id string) {
-	t.Helper()
-	if !poll.Wait(t, 2*time.Second, "m1's connection closed while it held the request", func() bool { return g.members[0].abandoned(id) }) {
-		t.Errorf("the client went away and m1's request was not cancelled")
-	}
 }
 
 func (g *aggRig) watchClientFault(t *testing.T, ae *aggEdge, cli string) {
@@ -492,10 +483,10 @@ func (g *aggRig) watchClientFault(t *testing.T, ae *aggEdge, cli string) {
 	io.WriteString(c.conn, g.request(c.id, true))
 	switch cli {
 	case cliResetHeld:
-		poll.Until(t, 5*time.Second, "m1 has the watch", func() bool { return g.members[0].count(c.id) == 1 })
+		g.members[0].waitRequest(t, c.id, "m1 has the watch")
 		time.Sleep(100 * time.Millisecond)
 		reset(c.conn)
-		g.wantAbandoned(t, c.id)
+		g.members[0].wantAbandoned(t, c.id, "m1")
 	case "reset-mid-watch":
 		if w := readWatch(t, c.conn, c.br, 3, 5*time.Second); len(w.events) != 3 {
 			t.Errorf("got %d events, want 3 before the reset", len(w.events))

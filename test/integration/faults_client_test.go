@@ -1,15 +1,11 @@
 package integration
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The client faults of the matrix: what a client does instead of waiting for its answer.
@@ -59,54 +55,7 @@ func (p faultPath) bytes(r faultRequest, declared int, body string) string {
 	return b.String()
 }
 
-// clientResult is what a client saw of one answer.
-type clientResult struct {
-	status   int    // 0: no answer at all
-	interims int    // 1xx answers before it
-	body     string // what was read of the body
-	bodyErr  error  // nil when the body was read whole
-	closed   bool   // the connection ended after it (or instead of it)
-}
-
-// readAnswer reads one answer (after its 1xx) from br within patience.
-func readAnswer(conn net.Conn, br *bufio.Reader, patience time.Duration) clientResult {
-	conn.SetReadDeadline(time.Now().Add(patience))
-	var r clientResult
-	for {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			r.closed = !isTimeoutErr(err)
-			return r
-		}
-		if resp.StatusCode < 200 {
-			r.interims++
-			continue
-		}
-		r.status = resp.StatusCode
-		b, err := io.ReadAll(resp.Body)
-		r.body, r.bodyErr = string(b), err
-		if err != nil {
-			r.closed = !isTimeoutErr(err)
-		} else if resp.Close {
-			r.closed = true
-		}
-		return r
-	}
-}
-
-func isTimeoutErr(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// endsWithoutAnswer reads until the connection ends within patience: true when it ended and no
-// byte came (the right end for a client that gave up on its request).
-func endsWithoutAnswer(conn net.Conn, patience time.Duration) (bool, string) {
-	conn.SetReadDeadline(time.Now().Add(patience))
-	b, err := io.ReadAll(conn)
-	return err == nil && len(b) == 0, string(b)
-}
-
+// reset ends conn with an RST.
 func reset(conn net.Conn) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetLinger(0)

@@ -40,10 +40,8 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 		for _, up := range upstreamFaults {
 			cases++
 			t.Run(p.name+"/"+up, func(t *testing.T) {
-				m.n++
-				id := fmt.Sprintf("h%d.%s.%s", m.n, p.name, up)
-				m.cell.closeConns()
-				before, marks := m.state(t), m.marks()
+				n, before, marks := m.begin(t)
+				id := fmt.Sprintf("h%d.%s.%s", n, p.name, up)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				if up == upStallMidBody {
 					ctx, cancel = context.WithTimeout(context.Background(), 2500*time.Millisecond)
@@ -62,7 +60,7 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 				}
 				wantCause := judgeUpstream(t, id, up, r, m.stall)
 				cancel()
-				m.alive(t)
+				m.procs.alive(t)
 				if n := m.cell.count(id); n > 1 {
 					t.Errorf("the cell saw the request %d times, want at most once", n)
 				}
@@ -73,10 +71,8 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 		}
 		cases++
 		t.Run(p.name+"/client-reset-held", func(t *testing.T) {
-			m.n++
-			id := fmt.Sprintf("h%d.%s.reset-held", m.n, p.name)
-			m.cell.closeConns()
-			before, marks := m.state(t), m.marks()
+			n, before, marks := m.begin(t)
+			id := fmt.Sprintf("h%d.%s.reset-held", n, p.name)
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
 				for m.cell.count(id) == 0 {
@@ -88,7 +84,7 @@ func TestFaultMatrixHTTP2(t *testing.T) {
 			if _, err := send(ctx, p, faultRequest{id: id, fault: upNone, hold: 1000}); err == nil {
 				t.Error("a stream reset while held got an answer")
 			}
-			m.alive(t)
+			m.procs.alive(t)
 			client.CloseIdleConnections()
 			m.noLeak(t, before)
 			m.logged(t, id, true, marks)

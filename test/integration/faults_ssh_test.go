@@ -50,6 +50,9 @@ func TestFaultMatrixSSH(t *testing.T) {
 	t.Logf("SSH fault matrix: %d cases in %v", len(cases), time.Since(start).Round(time.Millisecond))
 }
 
+// sshOpenGauge counts edge's open SSH sessions.
+const sshOpenGauge = "edge_ssh_sessions_open"
+
 type sshMatrix struct {
 	e      *sshEnv
 	agent  *agentProc
@@ -69,30 +72,23 @@ func (m *sshMatrix) edge() *edgeProc { return m.e.edges[0] }
 // run is one case: the fault, then what must hold after it.
 func (m *sshMatrix) run(t *testing.T, fault func(t *testing.T) []string) {
 	agent := m.agent
-	procs := []leakProc{edgeLeakProc(m.edge()), agentLeakProc(agent)}
-	before := takeUsage(t, procs)
-	open := m.sessionsOpen(t)
-	mark := len(m.edge().out.String())
+	procs := procSet{watchEdge(m.edge()), watchAgent(agent)}
+	before := procs.state(t)
+	open := edgeGauge(t, m.edge(), sshOpenGauge)
+	marks := procs.marks()
 	want := fault(t)
-	select {
-	case <-m.edge().exited:
-		t.Fatalf("edge exited: %v", m.edge().waitErr)
-	default:
-	}
+	procs[:1].alive(t)
 	if m.agent != agent { // the case started another: only edge's use compares
 		procs, before = procs[:1], before[:1]
 	}
 	m.freshLogin(t)
-	poll.UntilState(t, 2*time.Second, "edge_ssh_sessions_open back to its value before the case", func() (bool, string) {
-		n := m.sessionsOpen(t)
-		return n == open, fmt.Sprintf("%v open, %v before", n, open)
-	})
+	gaugeBack(t, m.edge(), sshOpenGauge, open)
 	poll.UntilState(t, 2*time.Second, "the workspace's sshd to serve no connection", func() (bool, string) {
 		kids := childPIDs(t, m.e.ws.Proc.cmd.Process.Pid)
 		return len(kids) == 0, fmt.Sprintf("connection processes %v", kids)
 	})
-	settle(t, procs, before)
-	logHasAfter(t, m.edge().process, mark, want...)
+	procs.settled(t, before)
+	t.Logf("the end in edge's log: %s", logHas(t, m.edge().process, marks[0], want...))
 }
 
 // sshdKilled: the sshd processes serving the session (the connection's process and all it
@@ -236,36 +232,6 @@ func (m *sshMatrix) freshLogin(t *testing.T) {
 	if out, errOut, code := m.client.run(t, "echo fresh=$((6*7))"); out != "fresh=42\n" || code != 0 {
 		t.Fatalf("a fresh login: %q exit %d %q, want fresh=42", out, code, errOut)
 	}
-}
-
-func (m *sshMatrix) sessionsOpen(t *testing.T) float64 {
-	t.Helper()
-	n, err := metricSum(m.edge().OpsURL+"/metrics", "edge_ssh_sessions_open", "")
-	if err != nil {
-		t.Fatalf("edge's metrics: %v", err)
-	}
-	return n
-}
-
-// logHasAfter waits up to 2 s for a line of p's output after mark that holds every part.
-func logHasAfter(t *testing.T, p *process, mark int, parts ...string) {
-	t.Helper()
-	found := ""
-	poll.UntilState(t, 2*time.Second, fmt.Sprintf("a line of %s's log with %q", p.name, parts), func() (bool, string) {
-		out := p.out.String()
-		for _, line := range strings.Split(out[min(mark, len(out)):], "\n") {
-			has := true
-			for _, s := range parts {
-				has = has && strings.Contains(line, s)
-			}
-			if has {
-				found = line
-				return true, ""
-			}
-		}
-		return false, "none"
-	})
-	t.Logf("the end in edge's log: %s", found)
 }
 
 // childPIDs are the processes whose parent is pid.

@@ -6,12 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"gitlab.com/edge/edge/internal/poll"
 )
 
 // faultsEdge is the matrix's edge: one legacy cell (the fault cell), short timeouts so that a
@@ -46,7 +43,7 @@ func TestFaultMatrix(t *testing.T) {
 	m := newMatrix(cell, e.PublicURL, rawFaultPaths[0], watchEdge(e))
 	m.control(t, "warmup")
 	m.cell.closeConns()
-	start := m.state(t)
+	start := m.procs.state(t)
 	cases := 0
 	for _, p := range rawFaultPaths {
 		cases += m.runAll(t, p)
@@ -55,28 +52,12 @@ func TestFaultMatrix(t *testing.T) {
 	t.Logf("fault matrix: %d cases over %d raw paths", cases, len(rawFaultPaths))
 }
 
-// watched is a process on a case's path: it must stay up and give back the goroutines and files
-// the case took; an edge writes an access line for the case.
-type watched struct {
-	*process
-	metrics string // its ops /metrics
-	edge    bool
-}
-
-func watchEdge(e *edgeProc) watched {
-	return watched{process: e.process, metrics: e.OpsURL + "/metrics", edge: true}
-}
-
-func watchAgent(a *agentProc) watched {
-	return watched{process: a.process, metrics: a.OpsURL + "/metrics"}
-}
-
 // matrix runs cases against one path of processes: the client connects to addr (the entry edge,
 // procs[0]) and reaches the fault cell through every process of procs.
 type matrix struct {
 	cell  *faultCell
 	addr  string
-	procs []watched
+	procs procSet
 	ctl   faultPath // the control request's path
 	// stall is what a client waiting on a stalled upstream gets: 504 when a timeout applies (a
 	// cell's upstream_timeout), 0 when none does (an agent's upstream may take as long as its
@@ -115,37 +96,6 @@ func (m *matrix) runAll(t *testing.T, p faultPath) int {
 	return cases
 }
 
-// procState is what one process holds: its goroutines (go_goroutines) and open files.
-type procState struct{ goroutines, fds int }
-
-func (m *matrix) state(t *testing.T) []procState {
-	t.Helper()
-	out := make([]procState, len(m.procs))
-	for i, p := range m.procs {
-		n, err := metricSum(p.metrics, "go_goroutines", "")
-		if err != nil {
-			t.Fatalf("%s's metrics: %v", p.name, err)
-		}
-		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
-		if err != nil {
-			t.Fatalf("%s's files: %v", p.name, err)
-		}
-		out[i] = procState{goroutines: int(n), fds: len(entries)}
-	}
-	return out
-}
-
-func (m *matrix) alive(t *testing.T) {
-	t.Helper()
-	for _, p := range m.procs {
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited: %v\n%s", p.name, p.waitErr, p.out.String())
-		default:
-		}
-	}
-}
-
 // control is a plain request on a new connection: edge still serves, and the answer is this
 // request's own.
 func (m *matrix) control(t *testing.T, id string) {
@@ -167,11 +117,8 @@ func (m *matrix) control(t *testing.T, id string) {
 // in the middle of a request), and once the cell closes the idle ones, every process back to
 // what it held before.
 func (m *matrix) run(t *testing.T, p faultPath, up, cli string) {
-	m.n++
-	id := fmt.Sprintf("%sc%d.%s.%s.%s", m.tag, m.n, p.name, up, cli)
-	m.cell.closeConns()
-	before := m.state(t)
-	marks := m.marks()
+	n, before, marks := m.begin(t)
+	id := fmt.Sprintf("%sc%d.%s.%s.%s", m.tag, n, p.name, up, cli)
 	conn, err := net.Dial("tcp", m.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -198,23 +145,23 @@ func (m *matrix) run(t *testing.T, p faultPath, up, cli string) {
 	case cliHalfCloseHeld:
 		req.hold = holdOf(p, 1000)
 		io.WriteString(conn, p.bytes(req, len(p.body), p.body))
-		poll.Until(t, 5*time.Second, "the cell has the request", func() bool { return m.cell.count(id) == 1 })
+		m.cell.waitRequest(t, id, "the cell has the request")
 		conn.(*net.TCPConn).CloseWrite()
 		if ok, got := endsWithoutAnswer(conn, 5*time.Second); !ok {
 			t.Errorf("half-closed client got %q, want the connection ended with nothing (the cell never answered)", got)
 		}
-		m.wantAbandoned(t, id)
+		m.cell.wantAbandoned(t, id, "the cell")
 	case cliResetHeld:
 		req.hold = holdOf(p, 1000)
 		io.WriteString(conn, p.bytes(req, len(p.body), p.body))
-		poll.Until(t, 5*time.Second, "the cell has the request", func() bool { return m.cell.count(id) == 1 })
+		m.cell.waitRequest(t, id, "the cell has the request")
 		time.Sleep(100 * time.Millisecond)
 		reset(conn)
-		m.wantAbandoned(t, id)
+		m.cell.wantAbandoned(t, id, "the cell")
 	case cliStopReading:
 		req.answer = "big"
 		io.WriteString(conn, p.bytes(req, len(p.body), p.body))
-		poll.Until(t, 5*time.Second, "the cell has the request", func() bool { return m.cell.count(id) == 1 })
+		m.cell.waitRequest(t, id, "the cell has the request")
 		time.Sleep(time.Duration(p.hold)*time.Millisecond + 500*time.Millisecond)
 		reset(conn)
 	case cliPipelined:
@@ -231,25 +178,30 @@ func (m *matrix) run(t *testing.T, p faultPath, up, cli string) {
 		wantCause = false
 	}
 	conn.Close()
-	m.alive(t)
+	m.procs.alive(t)
 	if n := m.cell.count(id); n > maxSeen {
 		t.Errorf("the cell saw the request %d times, want at most %d", n, maxSeen)
 	}
 	m.control(t, id+".control")
-	poll.UntilState(t, 2*time.Second, "the cell's connections released (none in the middle of a request)", func() (bool, string) {
-		n := m.cell.busy()
-		return n == 0, fmt.Sprintf("%d held", n)
-	})
+	m.cell.released(t, "the cell's connections released (none in the middle of a request)")
 	m.cell.closeConns()
 	m.noLeak(t, before)
 	m.logged(t, id, wantCause, marks)
 }
 
-// wantAbandoned: the client's going away reached the cell, which saw its connection closed while
-// it held the request (the upstream request cancelled, not left to run).
-func (m *matrix) wantAbandoned(t *testing.T, id string) {
+// begin starts a case from no connection at the cell: its number, and what the processes hold
+// and have written before it.
+func (m *matrix) begin(t *testing.T) (n int, before []procState, marks []int) {
 	t.Helper()
-	poll.Wait(t, 2*time.Second, "the upstream request cancelled (the cell's connection closed while it held it)", func() bool { return m.cell.abandoned(id) })
+	m.n++
+	m.cell.closeConns()
+	return m.n, m.procs.state(t), m.procs.marks()
+}
+
+// logged checks the case's access lines (by its X-Request-Id): see procSet.logged.
+func (m *matrix) logged(t *testing.T, id string, wantCause bool, marks []int) {
+	t.Helper()
+	m.procs.logged(t, marks, "request_id="+id+" ", wantCause)
 }
 
 // judgeUpstream checks the client's outcome of an upstream fault (stall: see matrix.stall); it
@@ -303,7 +255,7 @@ func judgeUpstream(t *testing.T, id, up string, r clientResult, stall int) bool 
 // case (a few more: see slack).
 func (m *matrix) noLeak(t *testing.T, before []procState) {
 	t.Helper()
-	m.within(t, before, "before the case")
+	m.procs.within(t, before, m.slack, "before the case")
 }
 
 // noDrift: after many cases, every process holds no more than it did before the first (the
@@ -312,58 +264,5 @@ func (m *matrix) noLeak(t *testing.T, before []procState) {
 func (m *matrix) noDrift(t *testing.T, start []procState) {
 	t.Helper()
 	m.cell.closeConns()
-	t.Logf("after %d cases: %s", m.n, m.within(t, start, "before the first case"))
-}
-
-func (m *matrix) within(t *testing.T, before []procState, when string) (state string) {
-	t.Helper()
-	poll.UntilState(t, 2*time.Second, "every process back to the goroutines and files it had "+when, func() (bool, string) {
-		now := m.state(t)
-		ok := true
-		var b strings.Builder
-		for i, s := range now {
-			ok = ok && s.goroutines <= before[i].goroutines+m.slack && s.fds <= before[i].fds+2
-			fmt.Fprintf(&b, "%s: goroutines %d (before %d), files %d (before %d); ", m.procs[i].name, s.goroutines, before[i].goroutines, s.fds, before[i].fds)
-		}
-		state = b.String()
-		return ok, state
-	})
-	return state
-}
-
-// marks are the length of each process's output, where the case's lines begin.
-func (m *matrix) marks() []int {
-	out := make([]int, len(m.procs))
-	for i, p := range m.procs {
-		out[i] = len(p.out.String())
-	}
-	return out
-}
-
-// logged checks the case's access line at the entry edge, and that when the request failed a
-// line names the cause: an edge's access line for the case (the entry's, or a holder's for the
-// hop), or an agent's line for a failed upstream request since the case began (an agent's log
-// has no request id: its proxy answered the failure, which edge passed on).
-func (m *matrix) logged(t *testing.T, id string, wantCause bool, marks []int) {
-	t.Helper()
-	poll.UntilState(t, 2*time.Second, "the case's access line, and a line with its cause", func() (bool, string) {
-		entry, cause := "", !wantCause
-		for i, p := range m.procs {
-			out := p.out.String()
-			if !p.edge {
-				cause = cause || strings.Contains(out[min(marks[i], len(out)):], "upstream request failed")
-				continue
-			}
-			for _, line := range strings.Split(out, "\n") {
-				if !strings.Contains(line, "msg=access") || !strings.Contains(line, "request_id="+id+" ") {
-					continue
-				}
-				if i == 0 {
-					entry = line
-				}
-				cause = cause || strings.Contains(line, " cause=")
-			}
-		}
-		return entry != "" && cause, fmt.Sprintf("entry's line %q, cause found %v", entry, cause)
-	})
+	t.Logf("after %d cases: %s", m.n, m.procs.within(t, start, m.slack, "before the first case"))
 }

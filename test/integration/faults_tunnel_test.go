@@ -3,8 +3,9 @@ package integration
 import (
 	"fmt"
 	"net/http"
-	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -41,8 +42,8 @@ func TestFaultMatrixTunnel(t *testing.T) {
 		cfg.Log.Level = "info"
 	})
 	holder, entry := c.edges[0], c.edges[1]
-	spliced := c.startFaultAgent(t, "spliced", holder, cell.port(), false)
-	perRequest := c.startFaultAgent(t, "per-request", holder, cell.port(), true)
+	spliced := c.startFaultAgent(t, "spliced", holder, cell.port(), false, "debug")
+	perRequest := c.startFaultAgent(t, "per-request", holder, cell.port(), true, "debug")
 	c.waitHeld(t, spliced.ID, holder, 15*time.Second)
 	c.waitHeld(t, perRequest.ID, holder, 15*time.Second)
 	t.Logf("setup: %v", time.Since(start).Round(time.Millisecond))
@@ -58,17 +59,12 @@ func TestFaultMatrixTunnel(t *testing.T) {
 		t.Run(tp.name, func(t *testing.T) {
 			began := time.Now()
 			get, post := c.faultPaths(tp.agent.ID, cell.port())
-			procs := []watched{watchEdge(tp.entry)}
-			if tp.holder != nil {
-				procs = append(procs, watchEdge(tp.holder))
-			}
-			procs = append(procs, watchAgent(tp.agent))
-			m := newMatrix(cell, tp.entry.PublicURL, post, procs...)
+			m := newMatrix(cell, tp.entry.PublicURL, post, agentPath(tp.entry, tp.holder, tp.agent)...)
 			m.stall, m.stallPatience, m.tag, m.slack = 0, time.Second, tp.name+".", 3
 			t.Run("route", func(t *testing.T) { tp.checkRoute(t, m, get, post) })
 			m.ctl = get
 			m.cell.closeConns()
-			start := m.state(t)
+			start := m.procs.state(t)
 			cases := m.runAll(t, get) + m.runAll(t, post)
 			total += cases
 			m.noDrift(t, start)
@@ -78,20 +74,21 @@ func TestFaultMatrixTunnel(t *testing.T) {
 	t.Logf("fault matrix over tunnels: %d cases over %d paths in %v", total, len(paths), time.Since(start).Round(time.Millisecond))
 }
 
-// startFaultAgent runs an agent held by holder for port; perRequest gives it a tracing block,
-// which keeps it on the per-request path (nothing is sampled: edge sends no trace, and the
-// agent starts none).
-func (c *tunnelCluster) startFaultAgent(t *testing.T, id string, holder *edgeProc, port int, perRequest bool) *agentProc {
+// startFaultAgent runs an agent held by holder for port, logging at level; perRequest gives it a
+// tracing block, which keeps it on the per-request path (nothing is sampled: edge sends no trace,
+// and the agent starts none).
+func (c *tunnelCluster) startFaultAgent(t *testing.T, id string, holder *edgeProc, port int, perRequest bool, level string) *agentProc {
 	t.Helper()
-	conf, token := "", c.agentTokenFile(id)
+	token, ops := c.agentTokenFile(id), freeAddr(t)
+	args := []string{"agent", "--edge", holder.PublicURL, "--token-file", token, "--ops", ops, "--log-level", level, "--allow-port", strconv.Itoa(port)}
 	if perRequest {
-		conf = filepath.Join(c.dir, id+".yaml")
-		yaml := fmt.Sprintf("edge: %s\ntoken_file: %s\nallow_ports: [%d]\ntracing: {otlp_endpoint: \"http://127.0.0.1:9\", sample_ratio: 0}\n", holder.PublicURL, token, port)
-		if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		conf := filepath.Join(c.dir, id+".yaml")
+		writeFile(t, conf, []byte(fmt.Sprintf("edge: %s\ntoken_file: %s\nallow_ports: [%d]\ntracing: {otlp_endpoint: \"http://127.0.0.1:9\", sample_ratio: 0}\n",
+			holder.PublicURL, token, port)))
+		args = append(args, "--config", conf)
 	}
-	a := startAgentWithConfig(t, id, holder.PublicURL, token, conf, port)
+	a := &agentProc{ID: id, OpsURL: "http://" + ops, client: &http.Client{Timeout: time.Second}}
+	a.process = startProcess(t, "agent "+id, exec.Command(edgeBinaryPath(), args...))
 	c.mu.Lock()
 	c.agents = append(c.agents, a)
 	c.mu.Unlock()

@@ -8,9 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,25 +17,20 @@ import (
 	"gitlab.com/edge/edge/internal/poll"
 )
 
-// The workspace app's faults on a WebSocket upgrade: what it does instead of (or after) its 101.
+// The workspace app's faults on a WebSocket upgrade, besides the upstream faults that end the
+// answer before its head, a stall (until the client gives up) and none (101, then every byte
+// echoed): what it does instead of (or after) its 101.
 const (
-	wsUpNone         = "none"                // 101, then every byte echoed
-	wsUpCloseStatus  = "close-status"        // part of the status line, then FIN
-	wsUpResetStatus  = "reset-status"        // part of the status line, then RST
-	wsUpCloseHeaders = "close-headers"       // the status line and part of the headers, then FIN
-	wsUpResetHeaders = "reset-headers"       // the same, then RST
-	wsUpStall        = "stall"               // nothing at all, until the client gives up
-	wsUpInterimClose = "interim-close"       // a 103, then FIN
-	wsUpRefused      = "refused"             // 403 instead of 101
-	wsUp101Close     = "101-close"           // the 101, then FIN
-	wsUp101Reset     = "101-reset-mid-frame" // the 101 and part of a frame, then RST
-	wsUp101Stall     = "101-stall"           // the 101, then nothing, until the client gives up
-	wsUp101Frame     = "101-with-frame"      // the 101 and a frame of the stream in one write, then echo
-	wsUpFlood        = "flood"               // the 101, then frames until a write fails
+	wsUpRefused  = "refused"             // 403 instead of 101
+	wsUp101Close = "101-close"           // the 101, then FIN
+	wsUp101Reset = "101-reset-mid-frame" // the 101 and part of a frame, then RST
+	wsUp101Stall = "101-stall"           // the 101, then nothing, until the client gives up
+	wsUp101Frame = "101-with-frame"      // the 101 and a frame of the stream in one write, then echo
+	wsUpFlood    = "flood"               // the 101, then frames until a write fails
 )
 
-var wsUpstreamFaults = []string{wsUpNone, wsUpCloseStatus, wsUpResetStatus, wsUpCloseHeaders, wsUpResetHeaders,
-	wsUpStall, wsUpInterimClose, wsUpRefused, wsUp101Close, wsUp101Reset, wsUp101Stall, wsUp101Frame}
+var wsUpstreamFaults = []string{upNone, upCloseStatus, upResetStatus, upCloseHeaders, upResetHeaders,
+	upStall, upInterimClose, wsUpRefused, wsUp101Close, wsUp101Reset, wsUp101Stall, wsUp101Frame}
 
 // The client's faults on a workspace WebSocket.
 const (
@@ -48,6 +41,9 @@ const (
 )
 
 var wsClientFaults = []string{wsCliResetHandshake, wsCliReset, wsCliHalfClose, wsCliStopReading}
+
+// wsOpenGauge counts the entry's open workspace WebSockets.
+const wsOpenGauge = "edge_workspace_websockets_open"
 
 // wsPatience is how long a client waits on a stalled app before it gives up.
 const wsPatience = time.Second
@@ -98,15 +94,14 @@ type wsMatrix struct {
 	n     int
 }
 
-// wsFaultPath is one way to the app: the edge the client enters, the agent, and every process
-// on the way (the entry, the holder when it is another edge, the agent: in that order).
+// wsFaultPath is one way to the app: the edge the client enters, and every process on the way
+// (agentPath).
 type wsFaultPath struct {
 	name      string
 	workspace string
 	entry     *edgeProc
 	port      string // the entry's public port, in the workspace host
-	agent     *agentProc
-	procs     []leakProc
+	procs     procSet
 	cookie    string // the Cookie header of alice's session on the workspace host
 }
 
@@ -143,20 +138,15 @@ func newWSMatrix(t *testing.T) *wsMatrix {
 		c.edges = append(c.edges, startEdge(t, cfg))
 	}
 	holder := c.edges[0]
-	splice := startWSAgent(t, c, "ws-splice", holder, m.up.port(), false)
-	perRequest := startWSAgent(t, c, "ws-per-request", holder, m.up.port(), true)
+	splice := c.startFaultAgent(t, "ws-splice", holder, m.up.port(), false, "info")
+	perRequest := c.startFaultAgent(t, "ws-per-request", holder, m.up.port(), true, "info")
 	c.waitHeld(t, splice.ID, holder, 15*time.Second)
 	c.waitHeld(t, perRequest.ID, holder, 15*time.Second)
 	env := &wsEnv{t: t, c: c, op: op, authz: authz, edges: c.edges, ports: ports, wsPort: m.up.port()}
 	cookies := map[string]string{"wsa": sessionCookie(t, env, "wsa"), "wsb": sessionCookie(t, env, "wsb")}
 	path := func(name, ws string, agent *agentProc, entry int) wsFaultPath {
-		p := wsFaultPath{name: name, workspace: ws, entry: c.edges[entry], port: ports[entry], agent: agent, cookie: cookies[ws]}
-		p.procs = []leakProc{edgeLeakProc(p.entry)}
-		if p.entry != holder {
-			p.procs = append(p.procs, edgeLeakProc(holder))
-		}
-		p.procs = append(p.procs, agentLeakProc(agent))
-		return p
+		return wsFaultPath{name: name, workspace: ws, entry: c.edges[entry], port: ports[entry],
+			procs: agentPath(c.edges[entry], holder, agent), cookie: cookies[ws]}
 	}
 	m.paths = []wsFaultPath{
 		path("splice", "wsa", splice, 0),
@@ -165,27 +155,6 @@ func newWSMatrix(t *testing.T) *wsMatrix {
 		path("hop-per-request", "wsb", perRequest, 1),
 	}
 	return m
-}
-
-// startWSAgent runs an agent for port, held by e; perRequest gives it a tracing block, which
-// keeps it on the per-request path (nothing is sampled).
-func startWSAgent(t *testing.T, c *tunnelCluster, id string, e *edgeProc, port int, perRequest bool) *agentProc {
-	t.Helper()
-	ops, token := freeAddr(t), c.agentTokenFile(id)
-	args := []string{"agent", "--edge", e.PublicURL, "--token-file", token, "--ops", ops,
-		"--log-level", "info", "--allow-port", strconv.Itoa(port)}
-	if perRequest {
-		conf := filepath.Join(c.dir, id+".yaml")
-		writeFile(t, conf, []byte(fmt.Sprintf("edge: %s\ntoken_file: %s\nallow_ports: [%d]\ntracing: {otlp_endpoint: \"http://127.0.0.1:9\", sample_ratio: 0}\n",
-			e.PublicURL, token, port)))
-		args = append(args, "--config", conf)
-	}
-	a := &agentProc{ID: id, OpsURL: "http://" + ops, client: &http.Client{Timeout: time.Second}}
-	a.process = startProcess(t, "agent "+id, exec.Command(edgeBinaryPath(), args...))
-	c.mu.Lock()
-	c.agents = append(c.agents, a)
-	c.mu.Unlock()
-	return a
 }
 
 // sessionCookie logs alice in at workspace ws and returns her session cookie as a Cookie header.
@@ -211,22 +180,19 @@ func (m *wsMatrix) run(t *testing.T, p wsFaultPath, fault string) {
 	m.n++
 	id := fmt.Sprintf("w%d.%s.%s", m.n, p.name, fault)
 	m.up.closeConns()
-	before := takeUsage(t, p.procs)
-	wsOpen := m.websocketsOpen(t, p)
-	marks := outputMarks(p.procs)
+	before, marks := p.procs.state(t), p.procs.marks()
+	wsOpen := edgeGauge(t, p.entry, wsOpenGauge)
 	wantCause := false
 	switch fault {
 	case wsCliResetHandshake:
-		conn, _ := m.dial(t, p, id, wsUpNone, 1000)
-		poll.Until(t, 5*time.Second, "the app has the upgrade", func() bool { return m.up.count(id) == 1 })
+		conn, _ := m.dial(t, p, id, upNone, 1000)
+		m.up.waitRequest(t, id, "the app has the upgrade")
 		time.Sleep(100 * time.Millisecond)
 		reset(conn)
-		if !poll.Wait(t, 2*time.Second, "the app's connection closed while it held the upgrade", func() bool { return m.up.abandoned(id) }) {
-			t.Errorf("the client went away during the handshake and the app's connection stayed open")
-		}
+		m.up.wantAbandoned(t, id, "the app")
 		wantCause = true // client_closed
 	case wsCliReset, wsCliHalfClose:
-		conn, br := m.dial(t, p, id, wsUpNone, 0)
+		conn, br := m.dial(t, p, id, upNone, 0)
 		m.upgraded(t, conn, br)
 		m.echo(t, conn, br, id)
 		if fault == wsCliReset {
@@ -253,22 +219,16 @@ func (m *wsMatrix) run(t *testing.T, p wsFaultPath, fault string) {
 	default:
 		wantCause = m.upstreamFault(t, p, id, fault)
 	}
-	m.alive(t, p)
+	p.procs.alive(t)
 	if n := m.up.count(id); n > 1 {
 		t.Errorf("the app saw the upgrade %d times, want at most once", n)
 	}
 	m.control(t, p, id+".control")
-	poll.UntilState(t, 2*time.Second, "the app's connections ended (no WebSocket or request left open)", func() (bool, string) {
-		n := m.up.busy()
-		return n == 0, fmt.Sprintf("%d open", n)
-	})
+	m.up.released(t, "the app's connections ended (no WebSocket or request left open)")
 	m.up.closeConns()
-	settle(t, p.procs, before)
-	poll.UntilState(t, 2*time.Second, "edge_workspace_websockets_open back to its value before the case", func() (bool, string) {
-		n := m.websocketsOpen(t, p)
-		return n == wsOpen, fmt.Sprintf("%v open, %v before", n, wsOpen)
-	})
-	m.logged(t, p, id, wantCause, marks)
+	p.procs.settled(t, before)
+	gaugeBack(t, p.entry, wsOpenGauge, wsOpen)
+	p.procs.logged(t, marks, "path=/ws/"+id+" ", wantCause)
 }
 
 // upstreamFault runs a case of an app's fault and judges what the client saw; it says whether
@@ -277,19 +237,19 @@ func (m *wsMatrix) upstreamFault(t *testing.T, p wsFaultPath, id, fault string) 
 	conn, br := m.dial(t, p, id, fault, 0)
 	defer conn.Close()
 	patience := 5 * time.Second
-	if fault == wsUpStall {
+	if fault == upStall {
 		patience = wsPatience
 	}
-	a := readUpgrade(conn, br, patience)
+	a := readAnswer(conn, br, patience)
 	edgeError := a.status == http.StatusBadGateway && a.bodyErr == nil && strings.Contains(a.body, `"error":"`) &&
 		a.header.Get("Content-Type") == "application/json"
 	switch fault {
-	case wsUpCloseStatus, wsUpResetStatus, wsUpCloseHeaders, wsUpResetHeaders:
+	case upCloseStatus, upResetStatus, upCloseHeaders, upResetHeaders:
 		if !edgeError {
 			t.Errorf("got %s, want 502 with a cause in edge's format", a)
 		}
 		return true
-	case wsUpInterimClose:
+	case upInterimClose:
 		if !edgeError || a.interims > 1 {
 			t.Errorf("got %s, want at most one 103, then 502 with a cause in edge's format", a)
 		}
@@ -298,14 +258,14 @@ func (m *wsMatrix) upstreamFault(t *testing.T, p wsFaultPath, id, fault string) 
 		if a.status != http.StatusForbidden || a.body != "refused "+id {
 			t.Errorf("got %s, want the app's own 403", a)
 		}
-	case wsUpStall:
+	case upStall:
 		if a.status != 0 || a.closed {
 			t.Errorf("got %s, want nothing, the connection open, until the client gave up", a)
 		}
 		conn.Close()
 		m.wantAppEnded(t, id)
 		return true // client_closed
-	case wsUpNone:
+	case upNone:
 		m.wantUpgraded(t, a)
 		m.echo(t, conn, br, id)
 	case wsUp101Frame:
@@ -339,9 +299,9 @@ func (m *wsMatrix) upstreamFault(t *testing.T, p wsFaultPath, id, fault string) 
 // this WebSocket's own.
 func (m *wsMatrix) control(t *testing.T, p wsFaultPath, id string) {
 	t.Helper()
-	conn, br := m.dial(t, p, id, wsUpNone, 0)
+	conn, br := m.dial(t, p, id, upNone, 0)
 	defer conn.Close()
-	a := readUpgrade(conn, br, 5*time.Second)
+	a := readAnswer(conn, br, 5*time.Second)
 	if a.status != http.StatusSwitchingProtocols {
 		t.Fatalf("control WebSocket %s: got %s, want 101", id, a)
 	}
@@ -364,10 +324,10 @@ func (m *wsMatrix) dial(t *testing.T, p wsFaultPath, id, fault string, holdMS in
 // upgraded reads the answer to a client's upgrade, which must be the app's 101.
 func (m *wsMatrix) upgraded(t *testing.T, conn net.Conn, br *bufio.Reader) {
 	t.Helper()
-	m.wantUpgraded(t, readUpgrade(conn, br, 5*time.Second))
+	m.wantUpgraded(t, readAnswer(conn, br, 5*time.Second))
 }
 
-func (m *wsMatrix) wantUpgraded(t *testing.T, a wsAnswer) {
+func (m *wsMatrix) wantUpgraded(t *testing.T, a clientResult) {
 	t.Helper()
 	if a.status != http.StatusSwitchingProtocols || a.header.Get("Sec-WebSocket-Accept") != wsAccept(wsKey) {
 		t.Fatalf("got %s, want the app's 101", a)
@@ -395,100 +355,4 @@ func (m *wsMatrix) wantAppEnded(t *testing.T, id string) {
 	if !poll.Wait(t, 2*time.Second, "the app's connection of the case to end", func() bool { return m.up.ended(id) }) {
 		t.Errorf("the client's end of the WebSocket is gone and the app's is still open")
 	}
-}
-
-func (m *wsMatrix) alive(t *testing.T, path wsFaultPath) {
-	t.Helper()
-	for _, p := range path.procs {
-		select {
-		case <-p.proc.exited:
-			t.Fatalf("%s exited: %v\n%s", p.proc.name, p.proc.waitErr, p.proc.out.String())
-		default:
-		}
-	}
-}
-
-// websocketsOpen is the entry's count of open workspace WebSockets.
-func (m *wsMatrix) websocketsOpen(t *testing.T, p wsFaultPath) float64 {
-	t.Helper()
-	n, err := metricSum(p.entry.OpsURL+"/metrics", "edge_workspace_websockets_open", "")
-	if err != nil {
-		t.Fatalf("edge's metrics: %v", err)
-	}
-	return n
-}
-
-// logged checks the entry's access line for the case (written when the WebSocket ended) and,
-// when it failed before a 101, a line with the cause: an edge's access line for the case with
-// one (the entry's, or the holder's for the hop), or the per-request agent's line for the failed
-// upstream request it answered itself (edge passed its 502 on).
-func (m *wsMatrix) logged(t *testing.T, p wsFaultPath, id string, wantCause bool, marks []int) {
-	t.Helper()
-	poll.UntilState(t, 2*time.Second, "the case's access line, and a line with its cause", func() (bool, string) {
-		entry, cause := "", !wantCause
-		for i, proc := range p.procs {
-			out := proc.proc.out.String()
-			if i == len(p.procs)-1 { // the agent
-				cause = cause || strings.Contains(out[min(marks[i], len(out)):], "upstream request failed")
-				continue
-			}
-			for _, l := range strings.Split(out, "\n") {
-				if !strings.Contains(l, "msg=access") || !strings.Contains(l, "path=/ws/"+id+" ") {
-					continue
-				}
-				if i == 0 {
-					entry = l
-				}
-				cause = cause || strings.Contains(l, " cause=")
-			}
-		}
-		return entry != "" && cause, fmt.Sprintf("entry's access line %q, cause found %v", entry, cause)
-	})
-}
-
-// wsAnswer is what a client read of the answer to its upgrade.
-type wsAnswer struct {
-	status   int // 0: none
-	interims int // 1xx answers before it, 101 aside
-	header   http.Header
-	body     string // a refusal's body
-	bodyErr  error
-	closed   bool // the connection ended instead of an answer
-}
-
-func (a wsAnswer) String() string {
-	return fmt.Sprintf("status %d after %d interim answers, body %q (%v), closed %v", a.status, a.interims, a.body, a.bodyErr, a.closed)
-}
-
-// readUpgrade reads the answer to an upgrade within patience: a 101's stream bytes stay in br.
-func readUpgrade(conn net.Conn, br *bufio.Reader, patience time.Duration) wsAnswer {
-	conn.SetReadDeadline(time.Now().Add(patience))
-	defer conn.SetReadDeadline(time.Time{})
-	var a wsAnswer
-	for {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			a.closed = !isTimeoutErr(err)
-			return a
-		}
-		if resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			a.interims++
-			continue
-		}
-		a.status, a.header = resp.StatusCode, resp.Header
-		if resp.StatusCode != http.StatusSwitchingProtocols {
-			b, err := io.ReadAll(resp.Body)
-			a.body, a.bodyErr = string(b), err
-		}
-		return a
-	}
-}
-
-// readToEnd reads what comes within patience: ended when the stream ended (FIN or RST) rather
-// than patience passing.
-func readToEnd(conn net.Conn, br *bufio.Reader, patience time.Duration) ([]byte, bool) {
-	conn.SetReadDeadline(time.Now().Add(patience))
-	defer conn.SetReadDeadline(time.Time{})
-	got, err := io.ReadAll(br)
-	return got, err == nil || !isTimeoutErr(err)
 }

@@ -11,54 +11,31 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
 // wsUpstream is a workspace app that answers WebSocket upgrades by hand: each upgrade names, in
 // headers edge passes on, its case (X-Case), the fault to commit (X-Fault) and how long to hold
-// it first (X-Hold, ms). Other requests (a login's last redirect) get 200. It keeps what befell
-// each case, and its connections, to close them between cases.
+// it first (X-Hold, ms). Other requests (a login's last redirect) get 200. Beside what every raw
+// upstream keeps, it notes what befell each case's connection.
 type wsUpstream struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	cases map[string]wsCase
-	conns map[net.Conn]bool // true in the middle of an upgrade, a WebSocket or a request
+	rawUpstream
+	cases map[string]wsCase // guarded by rawUpstream.mu
 }
 
-// wsCase is what befell one case at the app.
+// wsCase is what befell one case's connection at the app.
 type wsCase struct {
-	seen    int  // upgrades
-	ended   bool // its connection ended from the other side (edge or the agent closed it)
-	gone    bool // ... while the app held the upgrade
+	ended   bool // it ended from the other side (edge or the agent closed it)
 	flooded int  // bytes its flood wrote
 }
 
 func newWSUpstream(t *testing.T) *wsUpstream {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &wsUpstream{ln: ln, cases: map[string]wsCase{}, conns: map[net.Conn]bool{}}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u.mu.Lock()
-			u.conns[conn] = false
-			u.mu.Unlock()
-			go u.serve(conn)
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); u.closeConns() })
+	u := &wsUpstream{cases: map[string]wsCase{}}
+	u.listen(t, u.serve)
 	return u
 }
-
-func (u *wsUpstream) port() int { return u.ln.Addr().(*net.TCPAddr).Port }
 
 func (u *wsUpstream) state(id string) wsCase {
 	u.mu.Lock()
@@ -74,123 +51,40 @@ func (u *wsUpstream) update(id string, f func(*wsCase)) {
 	u.cases[id] = c
 }
 
-func (u *wsUpstream) count(id string) int { return u.state(id).seen }
-
 func (u *wsUpstream) ended(id string) bool { return u.state(id).ended }
-
-func (u *wsUpstream) abandoned(id string) bool { return u.state(id).gone }
 
 func (u *wsUpstream) flooded(id string) int { return u.state(id).flooded }
 
-// busy counts the connections in the middle of an upgrade, a WebSocket or a request.
-func (u *wsUpstream) busy() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	n := 0
-	for _, b := range u.conns {
-		if b {
-			n++
-		}
+func (u *wsUpstream) serve(conn net.Conn, br *bufio.Reader, req *http.Request) bool {
+	if !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+		return true
 	}
-	return n
-}
-
-func (u *wsUpstream) setBusy(conn net.Conn, busy bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if _, ok := u.conns[conn]; ok {
-		u.conns[conn] = busy
-	}
-}
-
-// closeConns ends every connection to the app, so that a case starts on new ones.
-func (u *wsUpstream) closeConns() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for conn := range u.conns {
-		conn.Close()
-		delete(u.conns, conn)
-	}
-}
-
-func (u *wsUpstream) serve(conn net.Conn) {
-	defer func() {
-		conn.Close()
-		u.mu.Lock()
-		delete(u.conns, conn)
-		u.mu.Unlock()
-	}()
-	br := bufio.NewReader(conn)
-	for {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		u.setBusy(conn, true)
-		if !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
-			io.Copy(io.Discard, req.Body)
-			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
-			u.setBusy(conn, false)
-			continue
-		}
-		id := req.Header.Get("X-Case")
-		u.update(id, func(c *wsCase) { c.seen++ })
-		if ms, _ := strconv.Atoi(req.Header.Get("X-Hold")); ms > 0 && !u.hold(conn, br, id, time.Duration(ms)*time.Millisecond) {
-			return
-		}
-		if !u.answer(conn, br, req, id) {
-			return
-		}
-		u.setBusy(conn, false)
-	}
-}
-
-// hold waits d before the answer: false when the other side closed the connection first.
-func (u *wsUpstream) hold(conn net.Conn, br *bufio.Reader, id string, d time.Duration) bool {
-	conn.SetReadDeadline(time.Now().Add(d))
-	_, err := br.Peek(1)
-	conn.SetReadDeadline(time.Time{})
-	if err != nil && !isTimeoutErr(err) {
-		u.update(id, func(c *wsCase) { c.gone = true })
+	id := req.Header.Get("X-Case")
+	u.note(id)
+	if ms, _ := strconv.Atoi(req.Header.Get("X-Hold")); ms > 0 && !u.holdOrAbandon(conn, br, id, time.Duration(ms)*time.Millisecond) {
 		return false
 	}
-	return true
+	return u.answer(conn, br, req, id)
 }
 
 // answer commits the case's fault, or answers the upgrade and echoes; false when the connection
 // is done.
 func (u *wsUpstream) answer(conn net.Conn, br *bufio.Reader, req *http.Request, id string) bool {
+	fault := req.Header.Get("X-Fault")
+	if cutHead(conn, fault, "HTTP/1.1 10", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: webs") {
+		return false
+	}
 	head := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
 		wsAccept(req.Header.Get("Sec-WebSocket-Key")) + "\r\n\r\n"
-	rst := func() { conn.(*net.TCPConn).SetLinger(0) }
-	// drain reads until the other side ends the connection.
-	drain := func() {
-		io.Copy(io.Discard, br)
-		u.update(id, func(c *wsCase) { c.ended = true })
-	}
-	switch req.Header.Get("X-Fault") {
-	case wsUpCloseStatus:
-		io.WriteString(conn, "HTTP/1.1 10")
-		return false
-	case wsUpResetStatus:
-		io.WriteString(conn, "HTTP/1.1 10")
-		rst()
-		return false
-	case wsUpCloseHeaders:
-		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: webs")
-		return false
-	case wsUpResetHeaders:
-		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: webs")
-		rst()
-		return false
-	case wsUpStall, wsUp101Stall:
-		if req.Header.Get("X-Fault") == wsUp101Stall {
+	switch fault {
+	case upStall, wsUp101Stall:
+		if fault == wsUp101Stall {
 			io.WriteString(conn, head)
 		}
-		drain()
-		return false
-	case wsUpInterimClose:
-		io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
+		io.Copy(io.Discard, br) // until the other side ends the connection
+		u.update(id, func(c *wsCase) { c.ended = true })
 		return false
 	case wsUpRefused:
 		body := "refused " + id
@@ -201,7 +95,7 @@ func (u *wsUpstream) answer(conn net.Conn, br *bufio.Reader, req *http.Request, 
 		return false
 	case wsUp101Reset:
 		conn.Write(append([]byte(head), wsPartialFrame(id)...))
-		rst()
+		reset(conn)
 		return false
 	case wsUpFlood:
 		io.WriteString(conn, head)
