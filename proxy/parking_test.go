@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/poll"
 )
 
@@ -77,24 +76,8 @@ func parkingFront(t *testing.T, cell *heldCell) (addr string, pk *Parking) {
 }
 
 func parkingFrontTo(t *testing.T, cell2 *url.URL) (addr string, pk *Parking) {
-	legacy, _ := url.Parse("http://127.0.0.1:9")
-	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell2}}, nil)
-	pk = NewParking(nil)
-	front.UseParking(pk)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: front}
-	go srv.Serve(pk.Listener(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		pk.StopReturning()
-		srv.Shutdown(ctx)
-		pk.Drain(ctx)
-	})
-	return ln.Addr().String(), pk
+	addr, pk, _, _ = guardedParkingFront(t, cell2, nil)
+	return addr, pk
 }
 
 func (pk *Parking) count() int {
