@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // ClassifyType names the kind of routing value sent to the classify service.
@@ -54,6 +57,9 @@ type ClassifierOptions struct {
 	CacheSize int           // default 10000 entries
 	Log       *slog.Logger
 	Now       func() time.Time
+	// Guard contains a classify call's panics (singleflight runs it on a goroutine of its own):
+	// the call fails with ErrClassify. nil: contained, logged to standard error, not counted.
+	Guard *guard.Guard
 }
 
 // Classifier asks a Topology-Service-style classify endpoint which cell owns a routing value.
@@ -64,6 +70,7 @@ type Classifier struct {
 	timeout  time.Duration
 	cache    *classifyCache
 	flights  singleflight.Group
+	guard    *guard.Guard
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -87,6 +94,7 @@ func NewClassifier(o ClassifierOptions) (*Classifier, error) {
 		timeout:  o.Timeout,
 		log:      o.Log,
 		now:      o.Now,
+		guard:    o.Guard,
 	}
 	if c.client == nil {
 		c.client = defaultClassifyClient()
@@ -143,10 +151,13 @@ func (c *Classifier) Classify(ctx context.Context, typ ClassifyType, value uint6
 		return a.address, a.found, nil
 	}
 	ch := c.flights.DoChan(string(typ)+":"+strconv.FormatUint(value, 10), func() (any, error) {
-		return c.fetch(ctx, key, typ, value)
+		return c.guard.Call("classify", func() (any, error) { return c.fetch(ctx, key, typ, value) })
 	})
 	select {
 	case r := <-ch:
+		if errors.Is(r.Err, guard.ErrCrashed) {
+			return "", false, fmt.Errorf("%w: %w", ErrClassify, r.Err)
+		}
 		if r.Err != nil {
 			return "", false, r.Err
 		}

@@ -155,6 +155,7 @@ func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
 			URL:     cfg.Routing.ClassifyURL,
 			Timeout: cfg.Routing.ClassifyTimeout.Duration,
 			Log:     r.log,
+			Guard:   r.guard,
 		})
 		if err != nil {
 			return nil, cli.UsageError{Err: fmt.Errorf("routing.classify_url: %w", err)}

@@ -66,7 +66,7 @@ func newWorkspaces(cfg *config.Config, d deps, agents *agents) (*workspaces, err
 		}
 		authorizer, p.ssh = h, h
 	}
-	p.cache = workspaceauth.NewCache(authorizer, w.Session.Recheck.Duration, 100_000, m)
+	p.cache = workspaceauth.NewCache(authorizer, w.Session.Recheck.Duration, 100_000, m).UseGuard(d.guard)
 	return p, nil
 }
 

@@ -89,7 +89,7 @@ func New(o Options) (*Auth, error) {
 		}
 	}
 	if o.Cache == nil {
-		o.Cache = NewCache(o.Authorizer, o.Recheck, 100_000, o.Metrics)
+		o.Cache = NewCache(o.Authorizer, o.Recheck, 100_000, o.Metrics).UseGuard(o.Guard)
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}

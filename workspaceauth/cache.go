@@ -2,6 +2,7 @@ package workspaceauth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
+
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // defaultCacheSize bounds the cache when NewCache is given no size.
@@ -23,6 +26,7 @@ type Cache struct {
 	lru   *expirable.LRU[cacheKey, Decision] // nil: nothing is kept
 	calls singleflight.Group
 	m     *Metrics
+	guard *guard.Guard // the authorizer's panics: singleflight runs it on a goroutine of its own
 
 	mu  sync.Mutex // orders Forget against storing an answer
 	gen uint64     // bumped by Forget: an answer asked for before is not stored
@@ -49,6 +53,13 @@ func NewCache(next Authorizer, ttl time.Duration, size int, m *Metrics) *Cache {
 	return c
 }
 
+// UseGuard contains the authorizer's panics under g (without one: contained, logged to standard
+// error, not counted); a crashed call is ErrUnavailable.
+func (c *Cache) UseGuard(g *guard.Guard) *Cache {
+	c.guard = g
+	return c
+}
+
 // Authorize answers from the cache, or asks next. A caller whose ctx ends while it waits gets
 // ErrUnavailable; the call itself goes on for the callers still waiting, bounded by the deadline
 // of the ctx that started it (and next's own timeout), not by that caller's cancellation.
@@ -62,11 +73,14 @@ func (c *Cache) Authorize(ctx context.Context, user User, workspace string, port
 	}
 	c.m.cacheHit(false)
 	ch := c.calls.DoChan(k.flight(), func() (any, error) {
-		return c.ask(ctx, k, user, workspace, port)
+		return c.guard.Call("workspace_authz", func() (any, error) { return c.ask(ctx, k, user, workspace, port) })
 	})
 	select {
 	case r := <-ch:
 		d, _ := r.Val.(Decision)
+		if errors.Is(r.Err, guard.ErrCrashed) {
+			return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, r.Err)
+		}
 		return d, r.Err
 	case <-ctx.Done():
 		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))

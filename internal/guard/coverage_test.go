@@ -50,7 +50,14 @@ func f(g interface{ Recover(string, func(bool)); Func(string, func()) func(); Go
 	time.AfterFunc(time.Second, work)
 	time.AfterFunc(time.Second, g.Func("x", work))
 	time.AfterFunc(time.Second, work) // guard: only works
+	var sf interface {
+		DoChan(string, func() (any, error)) <-chan any
+	}
+	sf.DoChan("k", func() (any, error) { return nil, nil })
+	sf.DoChan("k", func() (any, error) { return g2.Call("x", nil) })
 }
+
+var g2 interface{ Call(string, func() (any, error)) (any, error) }
 
 func work() {}
 `
@@ -58,7 +65,7 @@ func work() {}
 		t.Fatal(err)
 	}
 	got := unguarded(t, dir)
-	want := []string{"p.go:10: go statement", "p.go:11: go statement", "p.go:16: Go(work)", "p.go:17: Go(func literal)", "p.go:21: AfterFunc"}
+	want := []string{"p.go:10: go statement", "p.go:11: go statement", "p.go:16: Go(work)", "p.go:17: Go(func literal)", "p.go:21: AfterFunc", "p.go:27: DoChan"}
 	if len(got) != len(want) {
 		t.Fatalf("found %d:\n%s\nwant %d", len(got), strings.Join(got, "\n"), len(want))
 	}
@@ -142,6 +149,15 @@ func check(fset *token.FileSet, f *ast.File, rel string) []string {
 			}
 		case *ast.CallExpr:
 			sel, ok := n.Fun.(*ast.SelectorExpr)
+			if ok && sel.Sel.Name == "DoChan" && len(n.Args) == 2 {
+				// singleflight runs f on a goroutine of its own and re-panics there: f must
+				// return g.Call(where, ...).
+				if !returnsGuardCall(n.Args[1]) && !excused(n) {
+					out = append(out, fmt.Sprintf("%s:%d: DoChan outside the guard (func() (any, error) { return g.Call(where, f) })",
+						rel, fset.Position(n.Pos()).Line))
+				}
+				return true
+			}
 			if ok && sel.Sel.Name == "AfterFunc" && len(n.Args) == 2 {
 				// time.AfterFunc and context.AfterFunc run f on a goroutine of their own.
 				if !guardedFunc(n.Args[1]) && !excused(n) {
@@ -171,6 +187,24 @@ func check(fset *token.FileSet, f *ast.File, rel string) []string {
 		return true
 	})
 	return out
+}
+
+// returnsGuardCall: a func literal whose one statement returns y.Call(...).
+func returnsGuardCall(e ast.Expr) bool {
+	lit, ok := e.(*ast.FuncLit)
+	if !ok || len(lit.Body.List) != 1 {
+		return false
+	}
+	ret, ok := lit.Body.List[0].(*ast.ReturnStmt)
+	if !ok || len(ret.Results) != 1 {
+		return false
+	}
+	call, ok := ret.Results[0].(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "Call"
 }
 
 // guardedFunc: y.Func(...), or a func literal that begins with defer x.Recover(...).

@@ -5,6 +5,7 @@ package guard
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -134,4 +135,17 @@ func (g *Guard) Contained(where string) float64 {
 		return 0
 	}
 	return m.GetCounter().GetValue()
+}
+
+// Call runs f, containing a panic as Recover does and returning it as an error wrapping
+// ErrCrashed: for functions run on goroutines edge does not start, whose panics it could not
+// otherwise recover (singleflight's DoChan re-panics on a goroutine of its own).
+func (g *Guard) Call(where string, f func() (any, error)) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.Caught(where, r)
+			v, err = nil, fmt.Errorf("%w: %v", ErrCrashed, r)
+		}
+	}()
+	return f()
 }
