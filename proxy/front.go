@@ -124,17 +124,12 @@ func (f *Front) serve(rt *Routes, rec *recorder, r *http.Request, kind RouteKind
 	return false
 }
 
-// closeIfAborted closes the client's connection (an HTTP/2 stream is reset) when the request was
-// aborted, or when the client went away before any answer: net/http would otherwise make up an
-// empty 200 for a handler that wrote nothing. What an aborted answer had begun is sent first: a
-// connection that ends with nothing looks to a client (another edge, a browser) like a keep-alive
-// connection closed while idle, and it sends the request again.
+// closeIfAborted closes the client's connection (guard.Abort) when the request was aborted, or
+// when the client went away before any answer: net/http would otherwise make up an empty 200 for
+// a handler that wrote nothing.
 func closeIfAborted(rec *recorder, abort bool) {
 	if abort || (rec.status == 0 && rec.cause == causeClientClosed) {
-		if rec.status != 0 {
-			_ = http.NewResponseController(rec.ResponseWriter).Flush()
-		}
-		panic(http.ErrAbortHandler)
+		guard.Abort(rec.ResponseWriter, rec.status != 0)
 	}
 }
 

@@ -2,7 +2,6 @@ package tunnel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -99,7 +98,6 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w = endsWithEdge{w}
 	}
-	defer passCut(w)
 	// A write of the answer blocked on the stream's window waits for the edge to read, which it
 	// never will once it has closed its end (its client went away): r's context ends then, and
 	// fails the write, so that the upstream request is cancelled rather than held until the
@@ -108,19 +106,6 @@ func (h *upstreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(r.Context(), func() { _ = http.NewResponseController(w).SetWriteDeadline(time.Unix(1, 0)) })
 	defer stop()
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), upstreamKey{}, addr)))
-}
-
-// passCut sends the edge what the proxy had of an answer the upstream cut short (its head, the
-// part of its body still buffered) before the stream ends. A stream that ends with nothing looks
-// to the edge's transport like a keep-alive stream the agent closed while idle, and it sends the
-// request again: a GET would reach the upstream twice.
-func passCut(w http.ResponseWriter) {
-	if v := recover(); v != nil {
-		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
-			_ = http.NewResponseController(w).Flush()
-		}
-		panic(v)
-	}
 }
 
 // serveRaw switches the stream to a raw TCP connection to addr (edge-tcp: SSH; edge-splice: the

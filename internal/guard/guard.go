@@ -102,10 +102,22 @@ func (g *Guard) Handler(where string, h http.Handler) http.Handler {
 				http.Error(w, "edge failed serving this request (contained; see its log)", http.StatusBadGateway)
 				return
 			}
-			panic(http.ErrAbortHandler)
+			Abort(w, tw.wrote)
 		}()
 		h.ServeHTTP(tw, r)
 	})
+}
+
+// Abort ends w's request as http.ErrAbortHandler does: the connection closes (an HTTP/2 stream
+// is reset) with no answer made up. What the answer had begun (its head, a buffered part of its
+// body) is sent first: a connection that ends with nothing looks to a client (another edge, an
+// edge's transport over a tunnel, a browser) like a kept-alive connection closed while idle, and
+// it sends the request again.
+func Abort(w http.ResponseWriter, begun bool) {
+	if begun {
+		_ = http.NewResponseController(w).Flush()
+	}
+	panic(http.ErrAbortHandler)
 }
 
 type trackingWriter struct {
