@@ -67,23 +67,29 @@ func (p *parked) watchCell() {
 }
 
 // watchClient reads the runner's side while the poll is parked: the end of the connection
-// means the runner went away; bytes are the start of a next request (pipelined), kept for when
-// the connection goes back to the server, and read on (up to maxPending) so that a runner that
-// resets after them is still seen to go.
+// means the runner went away; bytes of a next request are kept (readRunner).
 func (p *parked) watchClient() {
 	defer close(p.clientDone)
-	var b [1]byte
-	n, err := p.client.Read(b[:])
-	if n > 0 {
-		p.pending = append(p.pending, b[0])
-		err = p.readPending()
-	}
-	if err == nil || isTimeout(err) {
+	if _, err := p.readRunner(); err == nil || isTimeout(err) {
 		return // finish stopped the watch, or maxPending is read
 	}
 	if p.settled.CompareAndSwap(false, true) {
 		p.gone()
 	}
+}
+
+// readRunner reads the runner's side until a deadline stops it or it ends. Bytes are the start
+// of a next request (pipelined), kept in pending for when the connection goes back to the
+// server, and read on (up to maxPending) so that a runner that resets after them is still seen
+// to go. It says whether bytes came, and how the read ended (nil: maxPending read).
+func (p *parked) readRunner() (got bool, err error) {
+	var b [1]byte
+	n, err := p.client.Read(b[:])
+	if n == 0 {
+		return false, err
+	}
+	p.pending = append(p.pending, b[0])
+	return true, p.readPending()
 }
 
 // maxPending bounds what a parked poll keeps of the runner's next request while it waits.
@@ -140,19 +146,14 @@ func (p *parked) finish() {
 	p.end()
 }
 
-// watchDuringAnswer reads the runner's side while the answer is written: the end of the
-// connection cancels the answer; a byte (a next request, pipelined) is kept. True when a byte came.
+// watchDuringAnswer reads the runner's side while the answer is written (readRunner): its end
+// cancels the answer. True when bytes of a next request came.
 func (p *parked) watchDuringAnswer(cancel context.CancelFunc) bool {
-	var b [1]byte
-	n, err := p.client.Read(b[:])
-	if n > 0 {
-		p.pending = append(p.pending, b[0])
-		return true
-	}
-	if !isTimeout(err) {
+	more, err := p.readRunner()
+	if err != nil && !isTimeout(err) {
 		cancel()
 	}
-	return false
+	return more
 }
 
 // answerContained runs the reverse proxy's second pass. A panic in it ends this poll alone:
