@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"gitlab.com/edge/edge/admission"
 	"gitlab.com/edge/edge/internal/jsonspan"
+	"gitlab.com/edge/edge/wire"
 )
 
 // Admission asks controllers about every job a cell hands out, before the runner gets it.
@@ -106,7 +107,7 @@ func (m *admissionMetrics) collectors() []prometheus.Collector {
 
 // jobAnswer is what edge does with a cell's answer to jobs/request: learn the job's cell and,
 // with admission, ask the controllers before the runner sees the job.
-func (p *Proxy) jobAnswer(t *target, resp *http.Response) error {
+func (p *Router) jobAnswer(t *target, resp *http.Response) error {
 	if resp.StatusCode != http.StatusCreated || resp.Body == nil {
 		return nil
 	}
@@ -124,7 +125,7 @@ func (p *Proxy) jobAnswer(t *target, resp *http.Response) error {
 		resp.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(body), resp.Body), closer: resp.Body}
 	} else {
 		resp.Body.Close()
-		resp.Body = &replayBody{Reader: bytes.NewReader(body), closer: http.NoBody, inMemory: true, data: body}
+		resp.Body = wholeBody(body, http.NoBody)
 	}
 	if id, ok := topLevelUint(body, "id"); ok && id > 0 && p.learned != nil {
 		p.learned.Learn(id, t.cell.ID)
@@ -153,7 +154,7 @@ func (p *Proxy) jobAnswer(t *target, resp *http.Response) error {
 
 // admit asks the controllers about one job and, if they reject it (mode enabled), fails it at
 // its cell; false means the runner must not get it.
-func (p *Proxy) admit(ctx context.Context, t *target, body []byte, tooLarge bool, runner admission.Runner, start time.Time) bool {
+func (p *Router) admit(ctx context.Context, t *target, body []byte, tooLarge bool, runner admission.Runner, start time.Time) bool {
 	a, m := p.admission, p.metrics.admission
 	cell := strconv.FormatUint(t.cell.ID, 10)
 	// The runner may go while controllers think; the verdict still stands and is acted on.
@@ -238,8 +239,8 @@ func (c *cellCaller) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // explainAdmission says which controllers a jobs/request's job would be asked about.
-func (p *Proxy) explainAdmission(d *Decision, r *http.Request) {
-	if p.admission == nil || d.Cell == nil || r.Method != http.MethodPost || r.URL.Path != jobsRequestPath {
+func (p *Router) explainAdmission(d *Decision, r *http.Request) {
+	if p.admission == nil || d.Cell == nil || r.Method != http.MethodPost || r.URL.Path != wire.JobsRequestPath {
 		return
 	}
 	d.Admission = &AdmissionPlan{Mode: p.admission.mode(), Controllers: p.admission.asked(d.Cell.ID)}

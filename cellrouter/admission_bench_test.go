@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"gitlab.com/edge/edge/admission"
+	"gitlab.com/edge/edge/wire"
 )
 
 // jobTransport answers every jobs/request with a job, as a cell hands one out.
@@ -100,7 +101,7 @@ func BenchmarkAdmission(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				r := httptest.NewRequest("POST", jobsRequestPath, strings.NewReader(body))
+				r := httptest.NewRequest("POST", wire.JobsRequestPath, strings.NewReader(body))
 				r.Header.Set("Content-Type", "application/json")
 				w := httptest.NewRecorder()
 				front.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"gitlab.com/edge/edge/hop"
 )
 
 // bodyPrefix is what edge read of a request body to find a token. When complete is false the
@@ -54,7 +56,7 @@ func (p *prefixPool) read(w http.ResponseWriter, r *http.Request, timeout time.D
 	case nil:
 		return bodyPrefix{data: bytes.Clone(buf[:n])}, nil
 	default:
-		return bodyPrefix{}, fmt.Errorf("%w: %w", ErrBodyRead, err)
+		return bodyPrefix{}, fmt.Errorf("%w: %w", hop.ErrBodyRead, err)
 	}
 }
 
@@ -65,7 +67,7 @@ func replay(r *http.Request, prefix bodyPrefix) {
 		return
 	}
 	if prefix.complete {
-		r.Body = &replayBody{Reader: bytes.NewReader(prefix.data), closer: r.Body, inMemory: true, data: prefix.data}
+		r.Body = wholeBody(prefix.data, r.Body)
 		return
 	}
 	r.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(prefix.data), r.Body), closer: r.Body}
@@ -74,19 +76,28 @@ func replay(r *http.Request, prefix bodyPrefix) {
 type replayBody struct {
 	io.Reader
 	closer io.Closer
-	// inMemory: the whole body is in Reader, so sending it never waits on the client.
-	inMemory bool
-	data     []byte // the whole body, when inMemory
+	// whole is the Reader when the whole body is in memory, so sending it never waits on the
+	// client (a wire.MemoryBody); nil otherwise.
+	whole *bytes.Reader
+	data  []byte // the whole body, when whole
+}
+
+// wholeBody is a body held whole in memory.
+func wholeBody(data []byte, closer io.Closer) *replayBody {
+	r := bytes.NewReader(data)
+	return &replayBody{Reader: r, closer: closer, whole: r, data: data}
 }
 
 func (b *replayBody) Close() error { return b.closer.Close() }
+
+func (b *replayBody) Whole() *bytes.Reader { return b.whole }
 
 // holdSmallBody reads a body of known length up to the prefix limit whole before it is sent on,
 // as nginx buffers request bodies: the cell transport then writes request and body in one go on
 // the handler's goroutine, instead of streaming it through http.Transport's connection
 // goroutines (the cost of a small POST). A body already read, of unknown length, larger, or
 // awaited with Expect: 100-continue streams as it comes.
-func (p *Proxy) holdSmallBody(w http.ResponseWriter, r *http.Request) error {
+func (p *Router) holdSmallBody(w http.ResponseWriter, r *http.Request) error {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > p.prefixes.limit {
 		return nil
 	}

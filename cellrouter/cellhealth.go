@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"errors"
@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
+	"gitlab.com/edge/edge/wire"
 )
-
-// ErrCellUnavailable is a cell whose checks hold every address down: answered at once, without
-// a dial.
-var ErrCellUnavailable = errors.New("no healthy address")
 
 // addressTransport carries a cell's requests to one of its addresses and tells the cell's health
 // what became of them (discovery/health_passive.go). A connect refused or timed out ejects the
@@ -48,7 +46,7 @@ func (t *addressTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			return nil, err
 		}
 		t.cell.ConnectFailed(addr)
-		if (req.Body != nil && req.Body != http.NoBody) || req.URL.Path == jobsRequestPath {
+		if (req.Body != nil && req.Body != http.NoBody) || req.URL.Path == wire.JobsRequestPath {
 			return nil, err
 		}
 		tried = append(tried, addr)
@@ -79,15 +77,15 @@ func neverReached(err error) bool {
 
 // cellUnavailable answers a request for a cell whose checks hold every address down: 503 at
 // once, with Retry-After the seconds until the next check.
-func (p *Proxy) cellUnavailable(w *recorder, t *target) {
+func (p *Router) cellUnavailable(w *hop.Record, t *target) {
 	secs := int((t.health.RetryAfter() + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeErr(w, fmt.Errorf("cell %d: %w", t.cell.ID, ErrCellUnavailable))
+	hop.Error(w, fmt.Errorf("cell %d: %w", t.cell.ID, hop.ErrCellUnavailable))
 }
 
 // CellHealth is the health of this proxy's cells, for discovery.Health.Use when it is put in
 // force.
-func (p *Proxy) CellHealth() []*discovery.CellHealth {
+func (p *Router) CellHealth() []*discovery.CellHealth {
 	out := make([]*discovery.CellHealth, 0, len(p.targets))
 	for _, t := range p.targets {
 		out = append(out, t.health)

@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/wire"
 )
 
 // fakeAddresses answers for the hosts in live and fails to connect to any other.
@@ -56,7 +57,7 @@ func TestAddressTransportRetries(t *testing.T) {
 	}{
 		{name: "GET to a dead address goes to the live one", method: "GET", path: "/api/v4/jobs/1", dead: true, sent: "live:1", ejectedBy: "connect"},
 		{name: "body never sent twice", method: "PUT", path: "/api/v4/jobs/1", body: "{}", dead: true, sent: "", ejectedBy: "connect", fails: true},
-		{name: "jobs/request never sent twice", method: "POST", path: jobsRequestPath, body: `{"token":"x"}`, dead: true, sent: "", ejectedBy: "connect", fails: true},
+		{name: "jobs/request never sent twice", method: "POST", path: wire.JobsRequestPath, body: `{"token":"x"}`, dead: true, sent: "", ejectedBy: "connect", fails: true},
 		{name: "reset after sending: a gateway failure, not retried, not ejected", method: "GET", path: "/api/v4/jobs/1", reset: true, sent: "first:1", gatewayFailures: 1, fails: true},
 		{name: "5xx is an answer", method: "GET", path: "/api/v4/jobs/1", sent: "first:1"},
 	} {

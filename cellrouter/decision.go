@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"encoding/json"
@@ -131,4 +131,14 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		out.CellURL = d.Cell.URL.String()
 	}
 	return json.Marshal(out)
+}
+
+// Fields are the decision as `edge explain` prints it.
+func (d Decision) Fields() (map[string]any, error) {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(raw, &out)
 }

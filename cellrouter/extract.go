@@ -1,10 +1,12 @@
-package proxy
+package cellrouter
 
 import (
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"gitlab.com/edge/edge/hop"
 )
 
 // TokenSource says where in a request a token was found.
@@ -85,7 +87,7 @@ func headerAndQueryTokens(r *http.Request, f *foundTokens) {
 		f.add(SourcePrivateTokenHeader, v[0])
 	}
 	if v := h["Authorization"]; len(v) > 0 {
-		if token, ok := bearer(v[0]); ok {
+		if token, ok := hop.Bearer(v[0]); ok {
 			f.add(SourceAuthorizationHeader, token)
 		}
 	}
@@ -98,14 +100,6 @@ func headerAndQueryTokens(r *http.Request, f *foundTokens) {
 			}
 		}
 	}
-}
-
-func bearer(v string) (string, bool) {
-	const prefix = "bearer "
-	if len(v) > len(prefix) && strings.EqualFold(v[:len(prefix)], prefix) {
-		return v[len(prefix):], true
-	}
-	return "", false
 }
 
 type bodyFormat uint8

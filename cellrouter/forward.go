@@ -1,8 +1,7 @@
-package proxy
+package cellrouter
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
+	"gitlab.com/edge/edge/wire"
 )
 
 // target is one cell, its health, and two reverse proxies per address: jobs/request needs a
@@ -30,6 +31,19 @@ type target struct {
 
 type addressProxies struct {
 	plain, longPoll *httputil.ReverseProxy
+	// parker sends a jobs/request that may be parked (nil when none can be: a transport given,
+	// or tracing on); resume is its second pass.
+	parker *httputil.ReverseProxy
+	health *discovery.CellHealth
+	addr   *discovery.Address
+}
+
+// resume is the second pass of a parked poll: the parker's reverse proxy, reading the answer
+// through held.
+func (ap *addressProxies) resume(held *wire.Held) *httputil.ReverseProxy {
+	rp := *ap.parker
+	rp.Transport = &addressTransport{held, ap.health, ap.addr}
+	return &rp
 }
 
 // proxies are the reverse proxies of one of the target's addresses.
@@ -50,13 +64,17 @@ func (t *target) requests(kind TrafficKind, status int) prometheus.Counter {
 	return t.counters[kind][class]
 }
 
-func (p *Proxy) newTargets(o Options) map[uint64]*target {
+func (p *Router) newTargets(o Options) map[uint64]*target {
 	plainTransport, longPollTransport := o.Transport, o.Transport
+	var parker http.RoundTripper
 	if o.Transport == nil {
 		plain, longPoll := newCellTransport(o.DialTimeout, o.UpstreamTimeout), newCellTransport(o.DialTimeout, o.LongPollTimeout)
-		longPoll.holdUnbuffered = true
-		p.transports = []*InlineTransport{plain, longPoll}
+		longPoll.HoldUnbuffered()
+		p.transports = []*wire.InlineTransport{plain, longPoll}
 		plainTransport, longPollTransport = plain, longPoll
+		if o.Tracer == nil {
+			parker = longPoll.Parker()
+		}
 	}
 	p.cellTransport = plainTransport
 	buffers, held := &bufferPool{size: copyBufferSize}, &bufferPool{size: heldCopyBufferSize}
@@ -68,9 +86,9 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 			for class := range t.counters[kind] {
 				code := "other"
 				if class > 0 {
-					code = codeClass(class * 100)
+					code = hop.CodeClass(class * 100)
 				}
-				t.counters[kind][class] = p.metrics.requests.WithLabelValues(TrafficKind(kind).String(), label, code)
+				t.counters[kind][class] = p.metrics.Requests.WithLabelValues(TrafficKind(kind).String(), label, code)
 			}
 		}
 		cellAttr := func(*http.Request) []attribute.KeyValue {
@@ -79,10 +97,15 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 		for _, a := range t.health.Addrs {
 			plain := o.Tracer.Transport(&addressTransport{plainTransport, t.health, a}, "cell "+label, cellAttr)
 			longPoll := o.Tracer.Transport(&addressTransport{longPollTransport, t.health, a}, "cell "+label, cellAttr)
-			t.addrs = append(t.addrs, addressProxies{
+			ap := addressProxies{
 				plain:    p.reverseProxy(t, a.URL, label, plain, buffers, false),
 				longPoll: p.reverseProxy(t, a.URL, label, longPoll, held, true),
-			})
+				health:   t.health, addr: a,
+			}
+			if parker != nil {
+				ap.parker = p.reverseProxy(t, a.URL, label, &addressTransport{parker, t.health, a}, held, true)
+			}
+			t.addrs = append(t.addrs, ap)
 		}
 		targets[cell.ID] = t
 	}
@@ -91,69 +114,56 @@ func (p *Proxy) newTargets(o Options) map[uint64]*target {
 
 // CloseIdleConnections closes the idle upstream connections of a proxy a config reload
 // replaced; those in use finish their requests.
-func (p *Proxy) CloseIdleConnections() {
+func (p *Router) CloseIdleConnections() {
 	for _, t := range p.transports {
 		t.CloseIdleConnections()
 	}
 }
 
-func newCellTransport(dialTimeout, responseHeaderTimeout time.Duration) *InlineTransport {
+func newCellTransport(dialTimeout, responseHeaderTimeout time.Duration) *wire.InlineTransport {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return NewInlineTransport(newTransport(dialer, dialTimeout, responseHeaderTimeout))
+	return wire.NewInlineTransport(wire.NewTransport(dialer, dialTimeout, responseHeaderTimeout))
 }
 
-func newTransport(dialer *net.Dialer, dialTimeout, responseHeaderTimeout time.Duration) *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   dialTimeout,
-		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: responseHeaderTimeout,
-		// Bodies pass through as the cell sent them; the transport must not ask for gzip on
-		// the client's behalf and inflate the answer.
-		DisableCompression: true,
-	}
-}
-
-func (p *Proxy) reverseProxy(t *target, addr *url.URL, label string, transport http.RoundTripper, buffers httputil.BufferPool, jobAnswers bool) *httputil.ReverseProxy {
+func (p *Router) reverseProxy(t *target, addr *url.URL, label string, transport http.RoundTripper, buffers httputil.BufferPool, jobAnswers bool) *httputil.ReverseProxy {
 	cell := t.cell
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(addr)
 			// ReverseProxy hides the body behind its own wrapper; a body edge already holds
 			// whole is handed on as is, so the cell transport can send it inline.
-			if b, ok := pr.In.Body.(*replayBody); ok && b.inMemory && pr.Out.Body != nil {
+			if b, ok := pr.In.Body.(*replayBody); ok && b.whole != nil && pr.Out.Body != nil {
 				pr.Out.Body = b
 			}
 			if cell.PreserveHost {
 				pr.Out.Host = pr.In.Host
 			}
-			setForwarded(pr)
+			hop.SetForwarded(pr)
 		},
 		Transport:  transport,
 		BufferPool: buffers,
 		ErrorLog:   nil,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(err, errParked) {
-				return // sent; the answer is read when the cell gives it
+			if held := wire.HeldOf(err); held != nil {
+				if pw, ok := w.(*pollWriter); ok {
+					pw.held = held // sent and held by the cell: pollJob parks it
+					return
+				}
+				held.Close()
 			}
 			if r.Context().Err() != nil {
 				err = r.Context().Err()
 			}
-			status, cause := statusOf(err)
+			status, cause := hop.StatusOf(err)
 			p.metrics.upstreamErrors.WithLabelValues(label, cause).Inc()
-			if status == statusClientClosed {
+			if status == hop.StatusClientClosed {
 				p.log.Info("client went away; upstream request canceled", "cell", cell.ID, "path", r.URL.Path,
-					"request_id", r.Header.Get(HeaderRequestID))
+					"request_id", r.Header.Get(hop.HeaderRequestID))
 			} else {
 				p.log.Warn("upstream request failed", "cell", cell.ID, "method", r.Method, "path", r.URL.Path,
-					"status", status, "cause", cause, "request_id", r.Header.Get(HeaderRequestID), "error", err)
+					"status", status, "cause", cause, "request_id", r.Header.Get(hop.HeaderRequestID), "error", err)
 			}
-			WriteError(w, status, cause, "cell "+label+": "+causeText(cause))
+			hop.Write(w, status, cause, "cell "+label+": "+hop.CauseText(cause))
 		},
 	}
 	if jobAnswers && (p.learned != nil || p.admission != nil) {
@@ -162,41 +172,13 @@ func (p *Proxy) reverseProxy(t *target, addr *url.URL, label string, transport h
 	return rp
 }
 
-// setForwarded sets X-Forwarded-* and X-Real-Ip from edge's own view. The front has already
-// removed an untrusted peer's forwarding headers, so any left on the incoming request come from
-// a trusted proxy (or another edge): its chain is extended, its host, proto and client address
-// kept. ReverseProxy has removed Forwarded and X-Forwarded-{For,Host,Proto} from the outgoing
-// request before Rewrite.
-func setForwarded(pr *httputil.ProxyRequest) {
-	in := pr.In.Header
-	for _, k := range [...]string{"X-Forwarded-For", "Forwarded"} {
-		if v, ok := in[k]; ok {
-			pr.Out.Header[k] = v
-		}
-	}
-	pr.SetXForwarded()
-	for _, k := range [...]string{"X-Forwarded-Host", "X-Forwarded-Proto"} {
-		if v, ok := in[k]; ok {
-			pr.Out.Header[k] = v
-		}
-	}
-	if _, ok := in["X-Real-Ip"]; ok {
-		return
-	}
-	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
-		pr.Out.Header.Set("X-Real-Ip", ip)
-	} else {
-		pr.Out.Header.Del("X-Real-Ip")
-	}
-}
-
 // maxJobAnswerPeek bounds how much of a job answer edge reads to find its id; GitLab puts the
 // id first, so a few bytes normally suffice.
 const maxJobAnswerPeek = 64 << 10
 
 // learnJob remembers which cell handed out the job in a 201 answer to jobs/request, so later
 // requests for that job id find the cell even when the id is outside every configured range.
-func (p *Proxy) learnJob(cell *discovery.Cell, resp *http.Response) {
+func (p *Router) learnJob(cell *discovery.Cell, resp *http.Response) {
 	if resp.StatusCode != http.StatusCreated || resp.Body == nil {
 		return
 	}

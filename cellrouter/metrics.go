@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"sync/atomic"
@@ -8,7 +8,8 @@ import (
 
 // Metrics are the proxy's Prometheus collectors, registered on a registerer that is passed in.
 type Metrics struct {
-	requests       *prometheus.CounterVec
+	// Requests is edge_requests_total, which the front counts its refusals in too.
+	Requests       *prometheus.CounterVec
 	duration       *prometheus.HistogramVec
 	inFlight       *prometheus.GaugeVec
 	decisions      *prometheus.CounterVec
@@ -46,7 +47,7 @@ func (m *Metrics) decision(source TokenSource, kind TokenKind, rule Rule, refuse
 
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_requests_total",
 			Help: "Requests answered, by traffic kind, target and status class.",
 		}, []string{"kind", "target", "code"}),
@@ -74,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		signals:   newQueueSignals(),
 		admission: newAdmissionMetrics(),
 	}
-	collectors := []prometheus.Collector{m.requests, m.duration, m.inFlight, m.decisions, m.upstreamErrors, m.learnedJobs}
+	collectors := []prometheus.Collector{m.Requests, m.duration, m.inFlight, m.decisions, m.upstreamErrors, m.learnedJobs}
 	collectors = append(append(collectors, m.signals.collectors()...), m.admission.collectors()...)
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
@@ -90,20 +91,4 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
-}
-
-func codeClass(status int) string {
-	switch status / 100 {
-	case 1:
-		return "1xx"
-	case 2:
-		return "2xx"
-	case 3:
-		return "3xx"
-	case 4:
-		return "4xx"
-	case 5:
-		return "5xx"
-	}
-	return "other"
 }

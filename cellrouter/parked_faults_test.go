@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/internal/poll"
 )
@@ -204,7 +205,7 @@ func TestParkedAnswerStalledRunnerLeaves(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{")
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		var b [1]byte
-		if _, err := c.Read(b[:]); err != nil && !isTimeout(err) {
+		if _, err := c.Read(b[:]); err != nil && !hop.IsTimeout(err) {
 			close(cellClosed)
 		}
 	})

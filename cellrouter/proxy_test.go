@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/tokens"
+	"gitlab.com/edge/edge/wire"
 )
 
 // seen is what a test cell recorded of one request.
@@ -459,7 +460,7 @@ func TestUpstreamFailures(t *testing.T) {
 func TestLearnsJobIDsFromJobAnswers(t *testing.T) {
 	f := newFixture(t, nil)
 	f.cells[2].answer = func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == jobsRequestPath {
+		if r.URL.Path == wire.JobsRequestPath {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
 			io.WriteString(w, `{"id":987654321,"token":"job-token","variables":[`+strings.Repeat(`{"key":"K","value":"v"},`, 500)+`{}]}`)
@@ -467,7 +468,7 @@ func TestLearnsJobIDsFromJobAnswers(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	}
-	resp, body := do(t, newReq(t, "POST", f.front.URL+jobsRequestPath, strings.NewReader(`{}`), "RUNNER-TOKEN", routable(t, 3), "Content-Type", "application/json"))
+	resp, body := do(t, newReq(t, "POST", f.front.URL+wire.JobsRequestPath, strings.NewReader(`{}`), "RUNNER-TOKEN", routable(t, 3), "Content-Type", "application/json"))
 	if resp.StatusCode != http.StatusCreated || !json.Valid(body) {
 		t.Fatalf("job answer: %d, valid JSON %v", resp.StatusCode, json.Valid(body))
 	}

@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -38,7 +39,7 @@ type verdict struct {
 	rule     Rule
 }
 
-func (p *Proxy) judge(ctx context.Context, raw string) (verdict, error) {
+func (p *Router) judge(ctx context.Context, raw string) (verdict, error) {
 	if jwt, ok := tokens.JobJWT(raw); ok {
 		return p.judgeJobJWT(ctx, jwt)
 	}
@@ -53,7 +54,7 @@ func (p *Proxy) judge(ctx context.Context, raw string) (verdict, error) {
 	return v, nil
 }
 
-func (p *Proxy) judgeJobJWT(ctx context.Context, jwt string) (verdict, error) {
+func (p *Router) judgeJobJWT(ctx context.Context, jwt string) (verdict, error) {
 	var (
 		claims tokens.JobClaims
 		err    error
@@ -64,7 +65,7 @@ func (p *Proxy) judgeJobJWT(ctx context.Context, jwt string) (verdict, error) {
 		claims, err = p.verifier.Verify(ctx, jwt)
 		if err != nil {
 			if p.rejectInvalid {
-				return v, fmt.Errorf("%w: %w", ErrInvalidJobToken, err)
+				return v, fmt.Errorf("%w: %w", hop.ErrInvalidJobToken, err)
 			}
 			v.reason = reasonOf(err)
 			return v, nil
@@ -110,7 +111,7 @@ func reasonOf(err error) string {
 }
 
 // route applies tokens.md section 4 to the tokens found in a request.
-func (p *Proxy) route(ctx context.Context, path string, found []foundToken) (Decision, error) {
+func (p *Router) route(ctx context.Context, path string, found []foundToken) (Decision, error) {
 	d := Decision{Traffic: TrafficRunner}
 	var first, classifiable *verdict
 	var firstSource, classifiableSource TokenSource
@@ -133,7 +134,7 @@ func (p *Proxy) route(ctx context.Context, path string, found []foundToken) (Dec
 		}
 		if d.Cell != nil {
 			if d.Cell.ID != v.cell.ID {
-				return d, fmt.Errorf("%w: %s names cell %d, %s names cell %d", ErrConflictingTokens,
+				return d, fmt.Errorf("%w: %s names cell %d, %s names cell %d", hop.ErrConflictingTokens,
 					d.Source, d.Cell.ID, t.source, v.cell.ID)
 			}
 			continue
@@ -180,7 +181,7 @@ func (d *Decision) setToken(source TokenSource, v verdict) {
 }
 
 // classify asks by the most specific key: project, then group, organization, user.
-func (p *Proxy) classify(ctx context.Context, keys tokens.Keys) (*discovery.Cell, bool) {
+func (p *Router) classify(ctx context.Context, keys tokens.Keys) (*discovery.Cell, bool) {
 	var typ discovery.ClassifyType
 	var value uint64
 	switch {

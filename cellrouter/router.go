@@ -1,5 +1,8 @@
-// Package proxy is edge's HTTP front: it classifies each request, picks its target and proxies it.
-package proxy
+// Package cellrouter sends runner and job traffic to its cell and everything else to the legacy
+// cell: it finds the token wherever the runner put it, decides the cell (tokens.md section 4),
+// proxies the request, holds long polls (parking them off the server), and asks admission
+// controllers about each job before the runner gets it.
+package cellrouter
 
 import (
 	"errors"
@@ -11,10 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tracing"
+	"gitlab.com/edge/edge/wire"
 )
 
-// Options configure a Proxy. Zero durations and limits take the defaults of contract.md.
+// Options configure a Router. Zero durations and limits take the defaults of contract.md.
 type Options struct {
 	Cells *discovery.Cells
 	// Verifier checks job token JWTs. Nil with RouteUnverified routes on unverified claims
@@ -41,13 +46,16 @@ type Options struct {
 	// Transport, when set, carries every upstream request (tests); otherwise edge builds one for
 	// long polls and one for everything else from the timeouts above.
 	Transport http.RoundTripper
+	// Parking parks held jobs/request polls of the public listener (served through its
+	// Listener); nil: long polls are held by their handlers.
+	Parking *wire.Parking
 
 	Log     *slog.Logger
 	Metrics *Metrics
 }
 
-// Proxy routes runner and job traffic to cells and everything else to the legacy cell.
-type Proxy struct {
+// Router routes runner and job traffic to cells and everything else to the legacy cell.
+type Router struct {
 	cells           *discovery.Cells
 	verifier        JobVerifier
 	routeUnverified bool
@@ -59,15 +67,16 @@ type Proxy struct {
 	log             *slog.Logger
 	metrics         *Metrics
 	targets         map[uint64]*target
-	transports      []*InlineTransport
+	transports      []*wire.InlineTransport
 	cellTransport   http.RoundTripper // edge's own calls to cells (failing a rejected job)
 	health          *discovery.Health
 	admission       *Admission
 	parkable        bool // long polls may be parked: inline cell transports, no tracing
+	parking         *wire.Parking
 }
 
-// New builds a Proxy. Metrics may be nil only in tests that do not look at them.
-func New(o Options) (*Proxy, error) {
+// New builds a Router. Metrics may be nil only in tests that do not look at them.
+func New(o Options) (*Router, error) {
 	if o.Cells == nil {
 		return nil, errors.New("proxy: no cells")
 	}
@@ -86,7 +95,7 @@ func New(o Options) (*Proxy, error) {
 	setDefault(&o.LongPollTimeout, 65*time.Second)
 	setDefault(&o.UpstreamTimeout, 60*time.Second)
 	setDefault(&o.DialTimeout, 5*time.Second)
-	p := &Proxy{
+	p := &Router{
 		cells:           o.Cells,
 		verifier:        o.Verifier,
 		routeUnverified: o.RouteUnverified,
@@ -99,6 +108,7 @@ func New(o Options) (*Proxy, error) {
 		metrics:         o.Metrics,
 		health:          o.Health,
 		admission:       o.Admission,
+		parking:         o.Parking,
 	}
 	if p.health == nil {
 		h, err := discovery.NewHealth(discovery.HealthOptions{Log: o.Log})
@@ -118,9 +128,24 @@ func setDefault[T int64 | time.Duration](v *T, def T) {
 	}
 }
 
+// trafficHandler serves one kind of traffic: runner and job requests (TrafficRunner), or
+// everything the legacy cell serves (TrafficOther).
+type trafficHandler struct {
+	p    *Router
+	kind TrafficKind
+}
+
+func (h trafficHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := hop.RecordOf(w)
+	if rec == nil {
+		rec = &hop.Record{ResponseWriter: w}
+	}
+	h.p.serve(rec, r, h.kind)
+}
+
 // serve routes one runner or legacy request to its cell. The front has applied the header
-// policy and recorded the request id; w is its recorder.
-func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
+// policy and recorded the request id; w is its record.
+func (p *Router) serve(w *hop.Record, r *http.Request, kind TrafficKind) {
 	start := time.Now()
 	inFlight := p.metrics.inFlightBy[kind]
 	inFlight.Inc()
@@ -129,27 +154,30 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 	if err == nil {
 		err = p.holdSmallBody(w, r)
 	}
+	if kind == TrafficRunner {
+		w.Token = d.Kind.String()
+	}
 	if err != nil {
-		status, cause := statusOf(err)
+		status, cause := hop.StatusOf(err)
 		p.metrics.decision(d.Source, d.Kind, 0, true)
 		p.log.Info("request refused", "method", r.Method, "path", r.URL.Path, "status", status,
 			"cause", cause, "token_source", d.Source.String(), "token_kind", d.Kind.String(),
-			"request_id", w.id[0], "error", err)
-		writeErr(w, err)
-		p.metrics.requests.WithLabelValues(kind.String(), "edge", codeClass(status)).Inc()
+			"request_id", w.ID[0], "error", err)
+		hop.Error(w, err)
+		p.metrics.Requests.WithLabelValues(kind.String(), "edge", hop.CodeClass(status)).Inc()
 		inFlight.Dec()
 		return
 	}
 	p.metrics.decision(d.Source, d.Kind, d.Rule, false)
-	w.cell, w.rule, w.token = d.Cell.ID, d.Rule.String(), d.Kind
+	w.Cell, w.Rule = d.Cell.ID, d.Rule.String()
 	t := p.targets[d.Cell.ID]
 	if a := t.health.Pick(); a == nil {
 		p.cellUnavailable(w, t)
 	} else {
 		rp := t.proxies(a)
 		a.Begin()
-		if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == jobsRequestPath {
-			if p.pollJob(w, r, rp.longPoll, d.Cell.ID, func() { a.End(); p.served(w, r, t, kind, start) }) {
+		if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == wire.JobsRequestPath {
+			if p.pollJob(w, r, rp, d.Cell.ID, func() { a.End(); p.served(w, r, t, kind, start) }) {
 				return // parked: the rest happens when the cell answers
 			}
 		} else {
@@ -161,11 +189,11 @@ func (p *Proxy) serve(w *recorder, r *http.Request, kind TrafficKind) {
 }
 
 // served counts a request answered (or given up) by its cell.
-func (p *Proxy) served(w *recorder, r *http.Request, t *target, kind TrafficKind, start time.Time) {
+func (p *Router) served(w *hop.Record, r *http.Request, t *target, kind TrafficKind, start time.Time) {
 	p.metrics.inFlightBy[kind].Dec()
-	status := w.status
+	status := w.Status
 	if status == 0 {
-		status = statusClientClosed
+		status = hop.StatusClientClosed
 	}
 	t.requests(kind, status).Inc()
 	took := time.Since(start)
@@ -173,8 +201,8 @@ func (p *Proxy) served(w *recorder, r *http.Request, t *target, kind TrafficKind
 	p.metrics.durationBy[kind][routeOf(kind, r.URL.Path)].Observe(took.Seconds())
 }
 
-// explain returns the decision for a request without sending it anywhere.
-func (p *Proxy) explain(r *http.Request, kind TrafficKind) (Decision, error) {
+// explain is the decision for a request, without sending it anywhere.
+func (p *Router) explain(r *http.Request, kind TrafficKind) (Decision, error) {
 	d, err := p.decide(nil, r, kind)
 	if err == nil {
 		p.explainAdmission(&d, r)
@@ -182,9 +210,7 @@ func (p *Proxy) explain(r *http.Request, kind TrafficKind) (Decision, error) {
 	return d, err
 }
 
-const jobsRequestPath = "/api/v4/jobs/request"
-
-func (p *Proxy) decide(w http.ResponseWriter, r *http.Request, kind TrafficKind) (Decision, error) {
+func (p *Router) decide(w http.ResponseWriter, r *http.Request, kind TrafficKind) (Decision, error) {
 	if kind != TrafficRunner {
 		return Decision{Traffic: TrafficOther, Cell: p.cells.Legacy(), Rule: RuleNotRunnerTraffic}, nil
 	}
@@ -210,7 +236,7 @@ const (
 
 // bodyToken adds the token of a small JSON or form body on the endpoints whose older clients
 // send it only there, and says what it did with the body.
-func (p *Proxy) bodyToken(w http.ResponseWriter, r *http.Request, found *foundTokens) (string, error) {
+func (p *Router) bodyToken(w http.ResponseWriter, r *http.Request, found *foundTokens) (string, error) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return "", nil
 	}
@@ -226,7 +252,7 @@ func (p *Proxy) bodyToken(w http.ResponseWriter, r *http.Request, found *foundTo
 	// is the only place left and, as Workhorse does, edge refuses what it will not read.
 	if r.ContentLength > p.prefixes.limit {
 		if !headerToken {
-			return bodyTooLarge, ErrBodyTooLarge
+			return bodyTooLarge, hop.ErrBodyTooLarge
 		}
 		return bodyStreamed, nil
 	}
@@ -242,12 +268,14 @@ func (p *Proxy) bodyToken(w http.ResponseWriter, r *http.Request, found *foundTo
 		}
 		return bodyRead, nil
 	case !headerToken:
-		return bodyTooLarge, ErrBodyTooLarge
+		return bodyTooLarge, hop.ErrBodyTooLarge
 	}
 	return bodyStreamed, nil
 }
 
-func isRunnerPath(path string) bool {
+// IsRunnerPath tells runner and job traffic by its path: /api/v4/runners and /api/v4/jobs, and
+// below them.
+func IsRunnerPath(path string) bool {
 	const runners, jobs = "/api/v4/runners", "/api/v4/jobs"
 	return hasPathPrefix(path, runners) || hasPathPrefix(path, jobs)
 }
@@ -262,7 +290,7 @@ func mayCarryBodyToken(method, path string) bool {
 	switch method {
 	case http.MethodPost:
 		switch path {
-		case "/api/v4/runners", "/api/v4/runners/verify", "/api/v4/runners/reset_authentication_token", jobsRequestPath:
+		case "/api/v4/runners", "/api/v4/runners/verify", "/api/v4/runners/reset_authentication_token", wire.JobsRequestPath:
 			return true
 		}
 	case http.MethodDelete:
@@ -307,7 +335,7 @@ func routeOf(kind TrafficKind, path string) routeKind {
 	switch {
 	case kind != TrafficRunner:
 		return routeOther
-	case path == jobsRequestPath:
+	case path == wire.JobsRequestPath:
 		return routeJobsRequest
 	case strings.HasSuffix(path, "/trace"):
 		return routeJobTrace

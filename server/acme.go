@@ -22,9 +22,9 @@ import (
 	"go.uber.org/zap"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/redirect"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/workspaceauth"
 )
 
@@ -197,7 +197,7 @@ func redirectHandler(publicAddr string, acme *acmeManager) http.Handler {
 			host = r.Host
 		}
 		if host == "" {
-			proxy.WriteError(w, http.StatusBadRequest, "bad_request", "a Host header is required")
+			hop.Write(w, http.StatusBadRequest, "bad_request", "a Host header is required")
 			return
 		}
 		if port != "443" {
@@ -205,7 +205,7 @@ func redirectHandler(publicAddr string, acme *acmeManager) http.Handler {
 		}
 		loc, ok := redirect.Absolute("https", host, r.URL.RequestURI())
 		if !ok {
-			proxy.WriteError(w, http.StatusBadRequest, "bad_request", "the Host header is not a host name")
+			hop.Write(w, http.StatusBadRequest, "bad_request", "the Host header is not a host name")
 			return
 		}
 		redirect.Write(w, http.StatusPermanentRedirect, loc)

@@ -15,13 +15,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"gitlab.com/edge/edge/agentrouter"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/front"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
+	"gitlab.com/edge/edge/wire"
 )
 
 // agents are the agents' tunnels: the tunnel server, the registry that says which edge holds
@@ -31,7 +34,7 @@ type agents struct {
 	tunnels  *tunnel.Server
 	registry discovery.Registry
 	redis    redis.UniversalClient
-	router   *proxy.AgentRouter
+	router   *agentrouter.AgentRouter
 	internal http.Handler // nil without an internal listener
 	// internalTLS is internal.tls, read once at start (nil: plain HTTP).
 	internalTLS *tls.Config
@@ -72,8 +75,8 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 		// A connection counts only once its handshake is done (tunnel.DefaultHandshakeTimeout);
 		// pending ones count toward the cap, so silent upgrades cannot pile up.
 		MaxConnectionsPerAgent: cfg.Agents.MaxConnections,
-		WriteError:             proxy.WriteError,
-		RemoveEdgeHeaders:      proxy.StripEdgeHeaders,
+		WriteError:             hop.Write,
+		RemoveEdgeHeaders:      hop.StripEdgeHeaders,
 		WrapTransport:          InlineTransport,
 		Logger:                 log,
 		Metrics:                reg,
@@ -82,8 +85,8 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 	if err != nil {
 		return nil, err
 	}
-	var minter proxy.InternalMinter
-	var internalVerifier proxy.InternalVerifier
+	var minter agentrouter.InternalMinter
+	var internalVerifier agentrouter.InternalVerifier
 	if len(cfg.Internal.Secret) > 0 {
 		signer, err := tokens.NewInternalSigner(cfg.Internal.Secret, 0)
 		if err != nil {
@@ -101,7 +104,7 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 		pool.AppendCertsFromPEM(cfg.Internal.CA)
 		peerTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	router, err := proxy.NewAgentRouter(proxy.AgentRouterOptions{
+	router, err := agentrouter.NewAgentRouter(agentrouter.AgentRouterOptions{
 		Self: cfg.Listen.AdvertiseInternal, Tunnels: localTunnels{a.tunnels}, Registry: a.registry, Minter: minter,
 		PeerPrefixes: cfg.Internal.PeerPrefixes, PeerTLS: peerTLS,
 		Wait: cfg.Agents.Wait.Duration, Draining: a.draining, Log: log, Registerer: reg, Tracer: d.tracer, Guard: d.guard,
@@ -161,22 +164,30 @@ func (a *agents) module() module {
 // routes adds the agents' routes of one config: the agent connect (with agents.keys), the API
 // for GitLab (with gitlab_api), and what the internal listener serves.
 func (a *agents) routes(cfg *config.Config, next *table) error {
-	next.routes.Internal = a.internal
+	if a.internal != nil {
+		next.routes.Internal = &front.Route{Name: "internal", Upgrade: front.UpgradeInternal,
+			Handler: a.internal, Rule: "served by the internal handler"}
+	}
+	connect := front.Route{Name: "agent_connect", Path: tunnel.ConnectPath, Upgrade: front.UpgradeTunnel,
+		Rule: "agent token verified; the agent id comes from the token", Off: "this edge accepts no agents (agents.keys is not set)"}
+	api := front.Route{Name: "gitlab_api", Prefix: agentrouter.GitLabAPIPrefix, Upgrade: front.UpgradeWebSocket,
+		Explain: agentrouter.ExplainAPI, Off: "the API for GitLab is off (gitlab_api is not set)"}
 	var v *tokens.AgentVerifier
 	if len(cfg.Agents.Keys) > 0 {
 		var err error
 		if v, err = agentVerifier(cfg.Agents); err != nil {
 			return cli.UsageError{Err: err}
 		}
-		next.routes.AgentConnect = a.tunnels
+		connect.Handler = a.tunnels
 	}
 	if g := cfg.GitLabAPI; g != nil {
 		gv, err := tokens.NewGitLabAPIVerifier(g.Secret, g.Issuer, g.Audience, 0)
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("gitlab_api: %w", err)}
 		}
-		next.routes.GitLabAPI = proxy.NewGitLabAPI(a.router, gv)
+		api.Handler = agentrouter.NewGitLabAPI(a.router, gv)
 	}
+	next.routes.Add(connect, api)
 	maxConns := cfg.Agents.MaxConnections
 	next.onApply(func() {
 		a.verifier.Store(v)
@@ -234,4 +245,4 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 
 // InlineTransport carries the tunnels' plain requests as edge carries its cells' (on the calling
 // goroutine; the rest through the transport it wraps).
-func InlineTransport(t *http.Transport) tunnel.RoundTripCloser { return proxy.NewInlineTransport(t) }
+func InlineTransport(t *http.Transport) tunnel.RoundTripCloser { return wire.NewInlineTransport(t) }

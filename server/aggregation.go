@@ -7,9 +7,9 @@ import (
 
 	"gitlab.com/edge/edge/aggregate"
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -75,10 +75,16 @@ func (g *aggregation) routes(cfg *config.Config, next *table) error {
 	if err != nil {
 		return cli.UsageError{Err: fmt.Errorf("aggregation: %w", err)}
 	}
-	next.routes.Aggregation = &proxy.PrefixRoute{
-		Prefix: a.Prefix, Handler: p, WriteError: aggregate.WriteError,
-		Explain: func(r *http.Request) map[string]any { return p.Explain(r) },
-	}
+	next.routes.Add(front.Route{Name: "aggregation", Prefix: a.Prefix, Upgrade: front.UpgradeWebSocket, StrictPath: true,
+		Handler: p, WriteError: aggregate.WriteError,
+		Explain: func(r *http.Request) (string, map[string]any, error) {
+			fields := p.Explain(r)
+			rule, _ := fields["rule"].(string)
+			if rule == "" {
+				rule = "the Kubernetes API of the member clusters"
+			}
+			return rule, fields, nil
+		}})
 	next.onApply(func() {
 		g.endChangedWatches(a.Clusters)
 		g.members = a.Clusters

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"gitlab.com/edge/edge/internal/guard"
-
 	"context"
 	"crypto/tls"
 	"net"
@@ -10,7 +8,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/config"
-	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/wire"
 )
 
 // newFront is the front door's own module: the public listener, its limits, the header policy
@@ -18,7 +16,7 @@ import (
 func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 	l := httpListener("listen.public", cfg.Listen.Public, phaseTraffic, d.front, limitedServer(cfg.Limits), d.log)
 	l.max, l.tls = cfg.Limits.MaxConnections, tlsConfig
-	parkOn(l, d.front, d.guard)
+	parkOn(l, d.parking)
 	// Access lines are batched (flushed every 100 ms and when the stage stops, after the
 	// listeners): a write per request cost more than the line itself.
 	stopAccess := func() {}
@@ -61,12 +59,10 @@ func limitedServer(l config.Limits) *http.Server {
 	}
 }
 
-// parkOn parks the listener's held long polls (proxy.Parking): it is served through the parking's
+// parkOn parks the listener's held long polls (wire.Parking): it is served through the parking's
 // listener, which takes answered polls' connections back; its drain stops parking, waits for the
 // parked polls with the requests in flight, and closes those the grace leaves.
-func parkOn(l *listener, front *proxy.Front, g *guard.Guard) {
-	pk := proxy.NewParking(g)
-	front.UseParking(pk)
+func parkOn(l *listener, pk *wire.Parking) {
 	serve, shutdown := l.serve, l.shutdown
 	l.serve = func(ln net.Listener, t *tls.Config) error { return serve(pk.Listener(ln), t) }
 	l.shutdown = func(ctx context.Context) {

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"gitlab.com/edge/edge/config"
-	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/front"
 )
 
 // NewLogger is edge's structured log on w, in the configured level and format.
@@ -18,8 +18,8 @@ func NewLogger(c config.Log, w io.Writer) *slog.Logger {
 }
 
 // newAccessLog writes access lines to w as NewLogger's logger would, without its cost per line.
-func newAccessLog(c config.Log, w io.Writer) *proxy.AccessLog {
-	return proxy.NewAccessLog(w, c.Format, logLevel(c) <= slog.LevelInfo)
+func newAccessLog(c config.Log, w io.Writer) *front.AccessLog {
+	return front.NewAccessLog(w, c.Format, logLevel(c) <= slog.LevelInfo)
 }
 
 func logLevel(c config.Log) slog.Level {

@@ -10,7 +10,7 @@ import (
 	"net"
 
 	"gitlab.com/edge/edge/config"
-	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/front"
 )
 
 // A module is what one feature adds to edge. A new feature writes a factory that returns one
@@ -42,7 +42,7 @@ type setting struct {
 
 // table is one config's route table being built; nothing is in force until apply.
 type table struct {
-	routes  *proxy.Routes
+	routes  *front.Routes
 	commits []func()
 }
 

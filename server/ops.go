@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"gitlab.com/edge/edge/config"
-	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/hop"
 )
 
 // health is what /readyz reports: ready once the listeners are up, not ready while draining.
@@ -78,13 +78,13 @@ func opsHandler(p opsParts) http.Handler {
 		}
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		proxy.WriteError(w, http.StatusNotFound, "not_found", "the ops listener serves /metrics, /healthz, /readyz, /status and /status.json")
+		hop.Write(w, http.StatusNotFound, "not_found", "the ops listener serves /metrics, /healthz, /readyz, /status and /status.json")
 	})
 	// GET and HEAD only, with the one error body for anything else.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			proxy.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served here")
+			hop.Write(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served here")
 			return
 		}
 		mux.ServeHTTP(w, r)

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/admission"
+	"gitlab.com/edge/edge/agentrouter"
+	"gitlab.com/edge/edge/cellrouter"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"
+	"gitlab.com/edge/edge/wire"
 )
 
 // LoadConfig reads and validates a config; problems are usage errors (exit 2).
@@ -36,24 +38,25 @@ func LoadConfig(path string) (*config.Config, error) {
 // runner is runner and job traffic: the cells, the token rules and the routing limits, with the
 // metrics and learned job ids that outlive a reload (what was learned stays learned).
 type runner struct {
-	metrics *proxy.Metrics
+	metrics *cellrouter.Metrics
 	learned *discovery.LearnedJobs
 	// health outlives reloads too: a cell whose addresses and check stay keeps its health.
 	health *discovery.Health
 	tracer *tracing.Tracer
 	// agents reach admission controllers that live behind an agent; controllers reaches
 	// those with a URL. Both outlive reloads.
-	agents      *proxy.AgentRouter
+	agents      *agentrouter.AgentRouter
 	controllers http.RoundTripper
 	log         *slog.Logger
 	guard       *guard.Guard
+	parking     *wire.Parking
 	stop        context.CancelFunc
 	done        chan struct{}
 }
 
 func newRunner(cfg *config.Config, d deps) (*runner, error) {
 	log, reg := d.log, d.reg
-	m, err := proxy.NewMetrics(reg)
+	m, err := cellrouter.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -73,10 +76,11 @@ func newRunner(cfg *config.Config, d deps) (*runner, error) {
 			TLSHandshakeTimeout:   5 * time.Second,
 			ResponseHeaderTimeout: 30 * time.Second,
 		},
-		log:   log,
-		guard: d.guard,
-		stop:  func() {},
-		done:  make(chan struct{}),
+		log:     log,
+		guard:   d.guard,
+		parking: d.parking,
+		stop:    func() {},
+		done:    make(chan struct{}),
 	}, nil
 }
 
@@ -94,7 +98,8 @@ func (r *runner) module() module {
 			if err != nil {
 				return err
 			}
-			next.routes.Runner = p
+			next.routes.Add(p.Routes()...)
+			next.routes.Retire = p.CloseIdleConnections
 			next.onApply(func() { r.health.Use(p.CellHealth()) })
 			return nil
 		},
@@ -114,12 +119,12 @@ func (r *runner) module() module {
 }
 
 // proxy builds the runner proxy of one config: cells, token keys, classify, limits.
-func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
+func (r *runner) proxy(cfg *config.Config) (*cellrouter.Router, error) {
 	cells, err := buildCells(cfg)
 	if err != nil {
 		return nil, cli.UsageError{Err: err}
 	}
-	opts := proxy.Options{
+	opts := cellrouter.Options{
 		Cells:           cells,
 		RejectInvalid:   cfg.Tokens.JobJWT.OnInvalid == config.OnInvalidReject,
 		BodyTokenLimit:  int64(cfg.Routing.BodyTokenLimit),
@@ -132,6 +137,7 @@ func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
 		Tracer:          r.tracer,
 		Log:             r.log,
 		Metrics:         r.metrics,
+		Parking:         r.parking,
 	}
 	if a := cfg.Runners.Admission; a != nil {
 		if opts.Admission, err = r.admission(a); err != nil {
@@ -162,7 +168,7 @@ func (r *runner) proxy(cfg *config.Config) (*proxy.Proxy, error) {
 		}
 		opts.Classifier = c
 	}
-	return proxy.New(opts)
+	return cellrouter.New(opts)
 }
 
 func buildCells(cfg *config.Config) (*discovery.Cells, error) {
@@ -229,8 +235,8 @@ func verificationKeys(path string, refs []config.KeyRef) ([]tokens.Key, error) {
 
 // admission builds runners.admission: each controller reached by its URL or through its agent,
 // its calls signed when it has a secret.
-func (r *runner) admission(a *config.Admission) (*proxy.Admission, error) {
-	out := &proxy.Admission{DryRun: a.Mode == config.AdmissionDryRun}
+func (r *runner) admission(a *config.Admission) (*cellrouter.Admission, error) {
+	out := &cellrouter.Admission{DryRun: a.Mode == config.AdmissionDryRun}
 	for i, c := range a.Controllers {
 		ctl := &admission.Controller{Name: c.Name, URL: c.URL, Transport: r.controllers, Timeout: c.Timeout.Duration,
 			AdmitOnError: c.OnError == config.OnErrorAdmit, Cells: c.Cells, Guard: r.guard}

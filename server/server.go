@@ -9,9 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tracing"
+	"gitlab.com/edge/edge/wire"
 )
 
 // Options are what the command line adds to the config.
@@ -41,18 +42,20 @@ func (o Options) override(cfg *config.Config) {
 
 // deps are what every module's factory gets.
 type deps struct {
-	log    *slog.Logger
-	reg    prometheus.Registerer
-	front  *proxy.Front
-	opts   Options
-	tracer *tracing.Tracer // nil: no spans
-	guard  *guard.Guard    // every goroutine a module starts runs under it
+	log   *slog.Logger
+	reg   prometheus.Registerer
+	front *front.Front
+	// parking takes the public listener's held long polls off its server (wire.Parking).
+	parking *wire.Parking
+	opts    Options
+	tracer  *tracing.Tracer // nil: no spans
+	guard   *guard.Guard    // every goroutine a module starts runs under it
 }
 
 // edge is the modules of one process and the front door they add their routes to, with the
 // parts the status page reads.
 type edge struct {
-	front       *proxy.Front
+	front       *front.Front
 	modules     []module
 	reload      *reloader
 	log         *slog.Logger
@@ -72,7 +75,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
-	d := deps{log: log, reg: reg, opts: opts, guard: g}
+	d := deps{log: log, reg: reg, opts: opts, guard: g, parking: wire.NewParking(g)}
 	e.guard = g
 	tracer, tracingModule, err := newTracing(cfg, opts.Build)
 	if err != nil {
@@ -83,9 +86,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
-	e.front = proxy.NewFront(log, r.metrics)
-	e.front.UseGuard(g)
-	e.front.UseTracer(tracer)
+	e.front = front.New(front.Options{Log: log, Requests: r.metrics.Requests, Tracer: tracer, Guard: g})
 	d.front = e.front
 	agents, err := newAgents(cfg, d)
 	if err != nil {
@@ -128,7 +129,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 
 // routes builds every module's routes of one config; nothing is in force until apply.
 func (e *edge) routes(cfg *config.Config) (*table, error) {
-	next := &table{routes: &proxy.Routes{}}
+	next := &table{routes: &front.Routes{}}
 	for _, m := range e.modules {
 		if m.routes == nil {
 			continue
@@ -187,10 +188,10 @@ func Check(cfg *config.Config) error {
 }
 
 // Explain is the routing decision for one request under cfg, as `edge serve` would make it.
-func Explain(cfg *config.Config, req *http.Request, log *slog.Logger) (proxy.Explanation, error) {
+func Explain(cfg *config.Config, req *http.Request, log *slog.Logger) (front.Explanation, error) {
 	e, err := build(cfg, Options{}, log, prometheus.NewRegistry())
 	if err != nil {
-		return proxy.Explanation{}, err
+		return front.Explanation{}, err
 	}
 	return e.front.Explain(req), nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"gitlab.com/edge/edge/aggregate"
 	"gitlab.com/edge/edge/discovery"
-	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/front"
 )
 
 // Status is what /status shows and /status.json returns: this edge, its cells, agents here and
@@ -25,7 +25,7 @@ type Status struct {
 	Peers        []string        `json:"peers"`
 	Aggregation  []MemberStatus  `json:"aggregation,omitempty"`
 	Certificates []CertStatus    `json:"certificates,omitempty"`
-	Refusals     []proxy.Refusal `json:"refusals"`
+	Refusals     []front.Refusal `json:"refusals"`
 }
 
 type EdgeStatus struct {

@@ -8,7 +8,7 @@ import (
 	"html/template"
 	"net/http"
 
-	"gitlab.com/edge/edge/proxy"
+	"gitlab.com/edge/edge/hop"
 )
 
 // statusCSS is the page's only style, allowed by its hash: the page loads nothing else, runs no
@@ -81,7 +81,7 @@ func (p *statusPage) serveHTML(w http.ResponseWriter, s Status) {
 		S   Status
 		CSS template.CSS
 	}{s, template.CSS(statusCSS)}); err != nil {
-		proxy.WriteError(w, http.StatusInternalServerError, "status_page", err.Error())
+		hop.Write(w, http.StatusInternalServerError, "status_page", err.Error())
 		return
 	}
 	h := w.Header()

@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"time"
 
+	"gitlab.com/edge/edge/agentrouter"
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/front"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/workspaceauth"
 )
 
@@ -119,25 +121,28 @@ func (p *workspaces) routes(cfg *config.Config, next *table) error {
 		SessionKey: w.Session.Key, SessionTTL: w.Session.TTL.Duration, Recheck: w.Session.Recheck.Duration,
 		Authorizer: parts.cache, Cache: parts.cache, Directory: parts.directory, Store: parts.store,
 		Forward: func(w http.ResponseWriter, r *http.Request, agentID string, port int) {
-			p.agents.router.Forward(w, r, proxy.AgentTarget{AgentID: agentID, Port: port, Path: r.URL.Path, RawPath: r.URL.RawPath})
+			p.agents.router.Forward(w, r, agentrouter.AgentTarget{AgentID: agentID, Port: port, Path: r.URL.Path, RawPath: r.URL.RawPath})
 		},
 		Metrics: parts.metrics, Log: p.log.With("component", "workspaces"), Guard: p.guard,
 	})
 	if err != nil {
 		return cli.UsageError{Err: fmt.Errorf("workspaces: %w", err)}
 	}
-	explain := func(host string) (map[string]any, error) {
-		h, agent, ok := a.Explain(host)
+	explain := func(r *http.Request) (string, map[string]any, error) {
+		h, agent, ok := a.Explain(r.Host)
 		if !ok {
-			return nil, fmt.Errorf("%w: %q is not a workspace of %s", proxy.ErrNotFound, host, w.Domain)
+			return "", nil, fmt.Errorf("%w: %q is not a workspace of %s", hop.ErrNotFound, r.Host, w.Domain)
 		}
 		out := map[string]any{"workspace": h.Workspace, "port": strconv.Itoa(h.Port)}
 		if agent != "" {
 			out["agent_id"] = agent
 		}
-		return out, nil
+		return "", out, nil
 	}
-	next.routes.Workspaces = &proxy.HostRoute{Domain: w.Domain, Handler: http.HandlerFunc(a.ServeWorkspace), Explain: explain}
-	next.routes.Auth = &proxy.HostRoute{Domain: a.AuthHost(), Handler: http.HandlerFunc(a.ServeAuth)}
+	next.routes.Add(
+		front.Route{Name: "workspace", Domain: w.Domain, Upgrade: front.UpgradeWebSocket, Handler: http.HandlerFunc(a.ServeWorkspace),
+			Explain: explain, Rule: "session for exactly this host, then the authorizer, then the agent's tunnel to the port in the host"},
+		front.Route{Name: "auth", Host: a.AuthHost(), Upgrade: front.UpgradeNone, Handler: http.HandlerFunc(a.ServeAuth),
+			Rule: "the login's own host: /oauth/start, /oauth/callback, /logout"})
 	return nil
 }
