@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 )
 
 // InternalVerifier checks the JWT one edge presents to another, bound to the agent id.
@@ -31,7 +32,7 @@ func (a *AgentRouter) InternalHandler(v InternalVerifier) http.Handler {
 		t, err := internalTarget(r, v, splice)
 		if err != nil {
 			a.metrics.internal.WithLabelValues("refused").Inc()
-			writeErr(w, err)
+			hop.Error(w, err)
 			return
 		}
 		if splice {
@@ -59,35 +60,35 @@ func (a *AgentRouter) InternalHandler(v InternalVerifier) http.Handler {
 
 func (a *AgentRouter) notHere(w http.ResponseWriter, t AgentTarget) {
 	a.metrics.internal.WithLabelValues("not_here").Inc()
-	w.Header().Set(HeaderNotHere, "1")
-	WriteError(w, http.StatusMisdirectedRequest, "not_here", "agent "+t.AgentID+" is not connected to this edge")
+	w.Header().Set(hop.HeaderNotHere, "1")
+	hop.Write(w, http.StatusMisdirectedRequest, "not_here", "agent "+t.AgentID+" is not connected to this edge")
 }
 
 // internalTarget reads and checks the routing headers and the internal JWT; a splice open names
 // its port in HeaderSplicePort.
 func internalTarget(r *http.Request, v InternalVerifier, splice bool) (AgentTarget, error) {
-	t := AgentTarget{AgentID: r.Header.Get(HeaderAgentID), ConnectionID: r.Header.Get(HeaderConnectionID), Path: r.URL.Path, RawPath: r.URL.RawPath}
+	t := AgentTarget{AgentID: r.Header.Get(hop.HeaderAgentID), ConnectionID: r.Header.Get(hop.HeaderConnectionID), Path: r.URL.Path, RawPath: r.URL.RawPath}
 	if t.AgentID == "" {
-		return t, fmt.Errorf("%w: no %s header", ErrBadRequest, HeaderAgentID)
+		return t, fmt.Errorf("%w: no %s header", hop.ErrBadRequest, hop.HeaderAgentID)
 	}
 	if err := checkID("agent id", t.AgentID); err != nil {
 		return t, err
 	}
-	token, ok := bearer(r.Header.Get("Authorization"))
+	token, ok := hop.Bearer(r.Header.Get("Authorization"))
 	if !ok {
-		return t, fmt.Errorf("%w: no internal token", ErrUnauthorized)
+		return t, fmt.Errorf("%w: no internal token", hop.ErrUnauthorized)
 	}
 	if err := v.Verify(token, t.AgentID, time.Now()); err != nil {
-		return t, fmt.Errorf("%w: %w", ErrUnauthorized, err)
+		return t, fmt.Errorf("%w: %w", hop.ErrUnauthorized, err)
 	}
-	hop, err := strconv.Atoi(r.Header.Get(HeaderHop))
+	hops, err := strconv.Atoi(r.Header.Get(hop.HeaderHop))
 	switch {
-	case err != nil || hop < 1:
-		return t, fmt.Errorf("%w: %s must be a positive hop count", ErrBadRequest, HeaderHop)
-	case hop > 1:
-		return t, fmt.Errorf("%w: %d hops, at most 1", ErrHopLimit, hop)
+	case err != nil || hops < 1:
+		return t, fmt.Errorf("%w: %s must be a positive hop count", hop.ErrBadRequest, hop.HeaderHop)
+	case hops > 1:
+		return t, fmt.Errorf("%w: %d hops, at most 1", hop.ErrHopLimit, hops)
 	}
-	portHeader := HeaderPort
+	portHeader := hop.HeaderPort
 	if splice {
 		portHeader = HeaderSplicePort
 	}
@@ -100,14 +101,14 @@ func internalTarget(r *http.Request, v InternalVerifier, splice bool) (AgentTarg
 func parsePort(s string) (int, error) {
 	port, err := strconv.Atoi(s)
 	if err != nil || port < 1 || port > 65535 {
-		return 0, fmt.Errorf("%w: port %q is not 1-65535", ErrBadRequest, s)
+		return 0, fmt.Errorf("%w: port %q is not 1-65535", hop.ErrBadRequest, s)
 	}
 	return port, nil
 }
 
 func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []discovery.ConnInfo, err error) {
 	if err != nil {
-		a.fail(w, nil, AgentTarget{}, fmt.Errorf("%w: %w", ErrRegistryDown, err))
+		a.fail(w, nil, AgentTarget{}, fmt.Errorf("%w: %w", hop.ErrRegistryDown, err))
 		return
 	}
 	// A copy: conns may be the registry's cached answer. Splice is between edges only.

@@ -1,8 +1,7 @@
-package proxy
+package agentrouter
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 const maxAgentCallAnswer = 1 << 20
 
 // errAgentCallTooLarge is an answer to edge's own call that passed maxAgentCallAnswer.
-var errAgentCallTooLarge = errors.New("proxy: the answer through the tunnel is larger than 1 MiB")
 
 // Transport is a RoundTripper for edge's own small calls to a port behind an agent (an
 // admission controller in the cluster that runs the jobs): each request takes the path a user's

@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import "github.com/prometheus/client_golang/prometheus"
 

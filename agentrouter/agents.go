@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"context"
@@ -22,19 +22,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/tracing"
 	"gitlab.com/edge/edge/tunnel"
-)
-
-// Routing headers between edges and to agents. Clients cannot send them: every Edge-* header
-// is removed from what arrives on the public listener.
-const (
-	HeaderAgentID      = "Edge-Agent-Id"
-	HeaderConnectionID = "Edge-Connection-Id"
-	HeaderPort         = "Edge-Port"
-	HeaderHop          = "Edge-Hop"
-	HeaderNotHere      = "Edge-Not-Here"
+	"gitlab.com/edge/edge/wire"
 )
 
 // Tunnels are this edge's own agent connections.
@@ -102,7 +94,7 @@ type AgentRouter struct {
 
 	// Edge to edge over spliced connections (splice.go).
 	spliced      *httputil.ReverseProxy
-	peerSplices  *InlineTransport
+	peerSplices  *wire.InlineTransport
 	spliceMaxAge time.Duration // peerSpliceMaxAge
 	spliceSweep  time.Duration // peerSpliceSweep
 	peerDialer   *net.Dialer
@@ -125,7 +117,7 @@ func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Peers == nil {
-		o.Peers = NewInlineTransport(newPeerTransport(o.PeerPrefixes, 5*time.Second, o.PeerTLS))
+		o.Peers = wire.NewInlineTransport(newPeerTransport(o.PeerPrefixes, 5*time.Second, o.PeerTLS))
 	}
 	if o.HolderCache == 0 {
 		o.HolderCache = time.Second
@@ -195,8 +187,8 @@ func (a *AgentRouter) Forward(w http.ResponseWriter, r *http.Request, t AgentTar
 }
 
 func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTarget) string {
-	if rec := recorderOf(w); rec != nil {
-		rec.agent = t.AgentID
+	if rec := hop.RecordOf(w); rec != nil {
+		rec.Agent = t.AgentID
 	}
 	ctx := r.Context()
 	body := &onceBody{r: r.Body}
@@ -222,7 +214,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 		}
 		conns, err := a.lookup(ctx, t.AgentID)
 		if err != nil && errors.Is(err, discovery.ErrRegistryUnavailable) {
-			a.fail(w, r, t, ErrRegistryDown)
+			a.fail(w, r, t, hop.ErrRegistryDown)
 			a.observeWait(waited, "registry_unavailable")
 			return "registry_unavailable"
 		}
@@ -270,14 +262,14 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			pause = min(max(2*pause, 5*time.Millisecond), 500*time.Millisecond)
 			continue
 		case a.draining():
-			a.fail(w, r, t, ErrDraining)
+			a.fail(w, r, t, hop.ErrDraining)
 			a.observeWait(waited, "draining")
 			return "draining"
 		case ctx.Err() != nil:
 			a.observeWait(waited, "client_gone")
 			return "client_gone"
 		case errors.Is(err, discovery.ErrRegistryUnavailable):
-			a.fail(w, r, t, ErrRegistryDown)
+			a.fail(w, r, t, hop.ErrRegistryDown)
 			a.observeWait(waited, "registry_unavailable")
 			return "registry_unavailable"
 		case waitCtx.Err() != nil:
@@ -285,7 +277,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			a.observeWait(waited, "timeout")
 			return "timeout"
 		default:
-			a.fail(w, r, t, fmt.Errorf("%w: %w", ErrRegistryDown, err))
+			a.fail(w, r, t, fmt.Errorf("%w: %w", hop.ErrRegistryDown, err))
 			a.observeWait(waited, "error")
 			return "error"
 		}
@@ -403,10 +395,10 @@ func (a *AgentRouter) rewriteLocal(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "agent"
 	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, at.target.RawPath
 	pr.Out.Host = pr.In.Host
-	setForwarded(pr)
-	StripEdgeHeaders(pr.Out.Header)
+	hop.SetForwarded(pr)
+	hop.StripEdgeHeaders(pr.Out.Header)
 	pr.Out.Header.Del("Authorization")
-	pr.Out.Header.Set(HeaderPort, strconv.Itoa(at.target.Port))
+	pr.Out.Header.Set(hop.HeaderPort, strconv.Itoa(at.target.Port))
 }
 
 func (a *AgentRouter) localRoundTrip(r *http.Request) (*http.Response, error) {
@@ -422,19 +414,19 @@ func (a *AgentRouter) rewriteRemote(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme, pr.Out.URL.Host = u.Scheme, u.Host
 	pr.Out.URL.Path, pr.Out.URL.RawPath = at.target.Path, at.target.RawPath
 	pr.Out.Host = pr.In.Host
-	setForwarded(pr)
-	StripEdgeHeaders(pr.Out.Header)
+	hop.SetForwarded(pr)
+	hop.StripEdgeHeaders(pr.Out.Header)
 	h := pr.Out.Header
 	token, err := a.o.Minter.Mint(at.target.AgentID, time.Now())
 	if err != nil {
 		a.o.Log.Error("cannot sign an internal token", "error", err)
 	}
 	h.Set("Authorization", "Bearer "+token)
-	h.Set(HeaderAgentID, at.target.AgentID)
-	h.Set(HeaderPort, strconv.Itoa(at.target.Port))
-	h.Set(HeaderHop, "1")
+	h.Set(hop.HeaderAgentID, at.target.AgentID)
+	h.Set(hop.HeaderPort, strconv.Itoa(at.target.Port))
+	h.Set(hop.HeaderHop, "1")
 	if at.target.ConnectionID != "" {
-		h.Set(HeaderConnectionID, at.target.ConnectionID)
+		h.Set(hop.HeaderConnectionID, at.target.ConnectionID)
 	}
 	// Ask before sending the body, so a holder that says "not here" has read none of it
 	// and the entry edge may try another.
@@ -444,7 +436,7 @@ func (a *AgentRouter) rewriteRemote(pr *httputil.ProxyRequest) {
 }
 
 func notHereToError(resp *http.Response) error {
-	if resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(HeaderNotHere) != "" {
+	if resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(hop.HeaderNotHere) != "" {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		return errNotHere
@@ -455,7 +447,7 @@ func notHereToError(resp *http.Response) error {
 // errorHandler records "not here" for Forward to retry; anything else is answered.
 func (a *AgentRouter) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	at := attemptOf(r)
-	if errors.Is(err, ErrPeerNotAllowed) {
+	if errors.Is(err, hop.ErrPeerNotAllowed) {
 		a.o.Log.Warn("registry names a holder outside internal.peers; not forwarding there",
 			"agent_id", at.target.AgentID, "edge", at.holder)
 	}
@@ -475,7 +467,7 @@ func (a *AgentRouter) errorHandler(w http.ResponseWriter, r *http.Request, err e
 }
 
 func (a *AgentRouter) fail(w http.ResponseWriter, r *http.Request, t AgentTarget, err error) {
-	status, cause := statusOf(err)
+	status, cause := hop.StatusOf(err)
 	msg := fmt.Sprintf("agent %s: %s", t.AgentID, err)
 	switch status {
 	case http.StatusServiceUnavailable:
@@ -485,10 +477,10 @@ func (a *AgentRouter) fail(w http.ResponseWriter, r *http.Request, t AgentTarget
 			msg = fmt.Sprintf("agent %s is not connected (waited %s)", t.AgentID, a.o.Wait)
 		}
 	}
-	if status != statusClientClosed {
+	if status != hop.StatusClientClosed {
 		a.o.Log.Info("agent request failed", "agent_id", t.AgentID, "status", status, "cause", cause, "error", err)
 	}
-	WriteError(w, status, cause, msg)
+	hop.Write(w, status, cause, msg)
 }
 
 // onceBody lets the entry edge tell whether any byte of a body was read, and keeps the body

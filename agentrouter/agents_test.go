@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/poll"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
@@ -204,11 +205,11 @@ func TestInternalHandler(t *testing.T) {
 		headers map[string]string
 		want    int
 	}{
-		{"served", map[string]string{"Authorization": "Bearer " + good, HeaderAgentID: "a1", HeaderHop: "1", HeaderPort: "80"}, 200},
-		{"no token", map[string]string{HeaderAgentID: "a1", HeaderHop: "1", HeaderPort: "80"}, 401},
-		{"token for another agent", map[string]string{"Authorization": "Bearer " + other, HeaderAgentID: "a1", HeaderHop: "1", HeaderPort: "80"}, 401},
-		{"two hops", map[string]string{"Authorization": "Bearer " + good, HeaderAgentID: "a1", HeaderHop: "2", HeaderPort: "80"}, 508},
-		{"not here", map[string]string{"Authorization": "Bearer " + other, HeaderAgentID: "a2", HeaderHop: "1", HeaderPort: "80"}, 421},
+		{"served", map[string]string{"Authorization": "Bearer " + good, hop.HeaderAgentID: "a1", hop.HeaderHop: "1", hop.HeaderPort: "80"}, 200},
+		{"no token", map[string]string{hop.HeaderAgentID: "a1", hop.HeaderHop: "1", hop.HeaderPort: "80"}, 401},
+		{"token for another agent", map[string]string{"Authorization": "Bearer " + other, hop.HeaderAgentID: "a1", hop.HeaderHop: "1", hop.HeaderPort: "80"}, 401},
+		{"two hops", map[string]string{"Authorization": "Bearer " + good, hop.HeaderAgentID: "a1", hop.HeaderHop: "2", hop.HeaderPort: "80"}, 508},
+		{"not here", map[string]string{"Authorization": "Bearer " + other, hop.HeaderAgentID: "a2", hop.HeaderHop: "1", hop.HeaderPort: "80"}, 421},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,8 +222,8 @@ func TestInternalHandler(t *testing.T) {
 			if w.Code != tt.want {
 				t.Errorf("status %d %q, want %d", w.Code, w.Body, tt.want)
 			}
-			if tt.want == 421 && w.Header().Get(HeaderNotHere) == "" {
-				t.Errorf("421 without %s", HeaderNotHere)
+			if tt.want == 421 && w.Header().Get(hop.HeaderNotHere) == "" {
+				t.Errorf("421 without %s", hop.HeaderNotHere)
 			}
 		})
 	}

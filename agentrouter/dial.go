@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tunnel"
 )
 
@@ -45,7 +46,7 @@ func (a *AgentRouter) Dial(ctx context.Context, agentID string, port int) (net.C
 		endStream()
 		ours.Close()
 		theirs.Close()
-		return nil, fmt.Errorf("%w: %d %s", ErrDialRefused, w.status, strings.TrimSpace(w.body.String()))
+		return nil, fmt.Errorf("%w: %d %s", hop.ErrDialRefused, w.status, strings.TrimSpace(w.body.String()))
 	case <-ctx.Done():
 		endStream()
 		ours.Close()
@@ -57,13 +58,13 @@ func (a *AgentRouter) Dial(ctx context.Context, agentID string, port int) (net.C
 	if err != nil {
 		endStream()
 		ours.Close()
-		return nil, fmt.Errorf("%w: %w", ErrDialRefused, err)
+		return nil, fmt.Errorf("%w: %w", hop.ErrDialRefused, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		endStream()
 		ours.Close()
-		return nil, fmt.Errorf("%w: %d %s", ErrDialRefused, resp.StatusCode, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("%w: %d %s", hop.ErrDialRefused, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 	return &bufferedConn{Conn: ours, r: br, end: endStream}, nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"fmt"
@@ -7,8 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tokens"
 )
+
+// GitLabAPIPrefix is where the API for GitLab lives on the public listener.
+const GitLabAPIPrefix = "/-/api/v1/"
 
 // GitLabAPI serves the API for GitLab under /-/api/v1/: which edges hold an agent, and requests
 // proxied to an agent through any edge. Paths are parsed as sent, not by a path-cleaning mux: the
@@ -50,14 +54,14 @@ type apiCall struct {
 }
 
 func (g *GitLabAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	token, ok := bearer(r.Header.Get("Authorization"))
+	token, ok := hop.Bearer(r.Header.Get("Authorization"))
 	if !ok {
-		writeErr(w, fmt.Errorf("%w: a GitLab API token is required", ErrUnauthorized))
+		hop.Error(w, fmt.Errorf("%w: a GitLab API token is required", hop.ErrUnauthorized))
 		return
 	}
 	if err := g.verifier.Verify(token, time.Now()); err != nil {
 		g.agents.o.Log.Info("API for GitLab: token refused", "error", err)
-		writeErr(w, fmt.Errorf("%w: invalid GitLab API token", ErrUnauthorized))
+		hop.Error(w, fmt.Errorf("%w: invalid GitLab API token", hop.ErrUnauthorized))
 		return
 	}
 	call, err := parseAPICall(r.Method, r.URL)
@@ -65,11 +69,11 @@ func (g *GitLabAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errorsIsMethod(err) {
 			w.Header().Set("Allow", "GET, HEAD")
 		}
-		writeErr(w, err)
+		hop.Error(w, err)
 		return
 	}
-	if rec := recorderOf(w); rec != nil {
-		rec.agent = call.target.AgentID
+	if rec := hop.RecordOf(w); rec != nil {
+		rec.Agent = call.target.AgentID
 	}
 	switch call.op {
 	case opAgentConnections:
@@ -90,16 +94,16 @@ func (g *GitLabAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //	ANY agents/{agent_id}/proxy/{port}/{path...}
 //	ANY agents/{agent_id}/connections/{connection_id}/proxy/{port}/{path...}
 func parseAPICall(method string, u *url.URL) (apiCall, error) {
-	rest, ok := strings.CutPrefix(u.EscapedPath(), gitlabAPIPrefix)
+	rest, ok := strings.CutPrefix(u.EscapedPath(), GitLabAPIPrefix)
 	if !ok {
-		return apiCall{}, fmt.Errorf("%w: %s", ErrNotFound, u.EscapedPath())
+		return apiCall{}, fmt.Errorf("%w: %s", hop.ErrNotFound, u.EscapedPath())
 	}
 	kind, rest := cutSegment(rest)
 	id, rest := cutSegment(rest)
 	switch kind {
 	case "projects":
 		if rest != "agents" {
-			return apiCall{}, fmt.Errorf("%w: no such API path", ErrNotFound)
+			return apiCall{}, fmt.Errorf("%w: no such API path", hop.ErrNotFound)
 		}
 		if err := checkID("project id", id); err != nil {
 			return apiCall{}, err
@@ -107,7 +111,7 @@ func parseAPICall(method string, u *url.URL) (apiCall, error) {
 		return apiCall{op: opProjectAgents, projectID: id}, readOnly(method)
 	case "agents":
 	default:
-		return apiCall{}, fmt.Errorf("%w: no such API path", ErrNotFound)
+		return apiCall{}, fmt.Errorf("%w: no such API path", hop.ErrNotFound)
 	}
 	if err := checkID("agent id", id); err != nil {
 		return apiCall{}, err
@@ -127,7 +131,7 @@ func parseAPICall(method string, u *url.URL) (apiCall, error) {
 		next, after = cutSegment(more)
 	}
 	if next != "proxy" {
-		return apiCall{}, fmt.Errorf("%w: no such API path", ErrNotFound)
+		return apiCall{}, fmt.Errorf("%w: no such API path", hop.ErrNotFound)
 	}
 	port, upstreamPath := cutSegment(after)
 	p, err := parsePort(port)
@@ -137,7 +141,7 @@ func parseAPICall(method string, u *url.URL) (apiCall, error) {
 	raw := "/" + upstreamPath
 	decoded, err := url.PathUnescape(raw)
 	if err != nil {
-		return apiCall{}, fmt.Errorf("%w: the upstream path is not a valid escaped path", ErrBadRequest)
+		return apiCall{}, fmt.Errorf("%w: the upstream path is not a valid escaped path", hop.ErrBadRequest)
 	}
 	call.op = opProxy
 	call.target.Port, call.target.Path, call.target.RawPath = p, decoded, raw
@@ -152,19 +156,19 @@ func cutSegment(s string) (seg, rest string) {
 
 func checkID(what, id string) error {
 	if !tokens.ValidID(id) || id == "." || id == ".." {
-		return fmt.Errorf("%w: %s %q is not 1 to 64 characters of [A-Za-z0-9._-]", ErrBadRequest, what, id)
+		return fmt.Errorf("%w: %s %q is not 1 to 64 characters of [A-Za-z0-9._-]", hop.ErrBadRequest, what, id)
 	}
 	return nil
 }
 
 func readOnly(method string) error {
 	if method != http.MethodGet && method != http.MethodHead {
-		return fmt.Errorf("%w: %s; this path answers GET", ErrMethodNotAllowed, method)
+		return fmt.Errorf("%w: %s; this path answers GET", hop.ErrMethodNotAllowed, method)
 	}
 	return nil
 }
 
 func errorsIsMethod(err error) bool {
-	status, _ := statusOf(err)
+	status, _ := hop.StatusOf(err)
 	return status == http.StatusMethodNotAllowed
 }

@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 )
 
 // countingRegistry lists one holder for every agent and counts lookups.
@@ -46,11 +47,11 @@ func (staticMinter) Mint(string, time.Time) (string, error) { return "internal-j
 func TestHolderAnswersAreReusedUntilNotHere(t *testing.T) {
 	var notHere atomic.Bool
 	holder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderHop) != "1" || r.Header.Get("Authorization") != "Bearer internal-jwt" {
+		if r.Header.Get(hop.HeaderHop) != "1" || r.Header.Get("Authorization") != "Bearer internal-jwt" {
 			t.Errorf("forwarded without routing headers: %v", r.Header)
 		}
 		if notHere.Load() {
-			w.Header().Set(HeaderNotHere, "1")
+			w.Header().Set(hop.HeaderNotHere, "1")
 			w.WriteHeader(http.StatusMisdirectedRequest)
 			return
 		}

@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"crypto/tls"
@@ -8,6 +8,9 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"gitlab.com/edge/edge/hop"
+	"gitlab.com/edge/edge/wire"
 )
 
 // linkLocal are never peers, whatever internal.peers says: cloud metadata endpoints live there
@@ -42,7 +45,7 @@ func peerAllowed(peers []netip.Prefix, addr string) bool {
 // the check runs on the address actually dialled, after name resolution, so neither a poisoned
 // registry entry nor a DNS answer can send an internal JWT or a request anywhere else.
 func newPeerTransport(peers []netip.Prefix, dialTimeout time.Duration, tlsConfig *tls.Config) *http.Transport {
-	t := newTransport(newPeerDialer(peers, dialTimeout), dialTimeout, 0)
+	t := wire.NewTransport(newPeerDialer(peers, dialTimeout), dialTimeout, 0)
 	if tlsConfig != nil {
 		t.TLSClientConfig = tlsConfig.Clone()
 	}
@@ -56,7 +59,7 @@ func newPeerDialer(peers []netip.Prefix, dialTimeout time.Duration) *net.Dialer 
 		KeepAlive: 30 * time.Second,
 		Control: func(network, address string, _ syscall.RawConn) error {
 			if !peerAllowed(peers, address) {
-				return fmt.Errorf("%w: %s", ErrPeerNotAllowed, address)
+				return fmt.Errorf("%w: %s", hop.ErrPeerNotAllowed, address)
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"bufio"
@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tunnel"
+	"gitlab.com/edge/edge/wire"
 )
 
 // Edge to edge over a splice. For a plain request (no body, no upgrade) the entry edge does not
@@ -35,7 +37,7 @@ import (
 
 const (
 	// HeaderSplicePort names the agent's port on a splice open to a holder (instead of
-	// HeaderPort, so that an edge that does not splice refuses it).
+	// hop.HeaderPort, so that an edge that does not splice refuses it).
 	HeaderSplicePort = "Edge-Splice-Port"
 	// HeaderAgentRefused marks a holder's answer to a splice open that is the agent's own
 	// refusal (a port it does not serve, an upstream it cannot reach): the client's answer.
@@ -57,8 +59,8 @@ const (
 
 // newPeerSplices is the entry edge's pool of spliced connections to holders. Only requests
 // InlineTransport carries inline reach it (spliceable), so its fallback never dials.
-func (a *AgentRouter) newPeerSplices() *InlineTransport {
-	return NewInlineTransport(&http.Transport{
+func (a *AgentRouter) newPeerSplices() *wire.InlineTransport {
+	return wire.NewInlineTransport(&http.Transport{
 		Proxy:               nil,
 		DialContext:         a.dialHolder,
 		MaxIdleConnsPerHost: 64,
@@ -128,8 +130,8 @@ func (a *AgentRouter) rewriteSpliced(pr *httputil.ProxyRequest) {
 			pr.Out.Host = u.Host // what the per-request path sent
 		}
 	}
-	setForwarded(pr)
-	StripEdgeHeaders(pr.Out.Header)
+	hop.SetForwarded(pr)
+	hop.StripEdgeHeaders(pr.Out.Header)
 	pr.Out.Header.Del("Authorization")
 	pr.Out.Header.Del("Forwarded") // the agent's proxy removes it
 }
@@ -221,9 +223,9 @@ func (a *AgentRouter) dialHolder(ctx context.Context, _, _ string) (net.Conn, er
 func (a *AgentRouter) spliceOpen(conn net.Conn, host, token string, t AgentTarget) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\nAuthorization: Bearer %s\r\n%s: %s\r\n%s: %d\r\n%s: 1\r\n",
-		host, tunnel.SpliceUpgradeToken, token, HeaderAgentID, t.AgentID, HeaderSplicePort, t.Port, HeaderHop)
+		host, tunnel.SpliceUpgradeToken, token, hop.HeaderAgentID, t.AgentID, HeaderSplicePort, t.Port, hop.HeaderHop)
 	if t.ConnectionID != "" {
-		fmt.Fprintf(&b, "%s: %s\r\n", HeaderConnectionID, t.ConnectionID)
+		fmt.Fprintf(&b, "%s: %s\r\n", hop.HeaderConnectionID, t.ConnectionID)
 	}
 	b.WriteString("\r\n")
 	if _, err := io.WriteString(conn, b.String()); err != nil {
@@ -242,7 +244,7 @@ func (a *AgentRouter) spliceOpen(conn net.Conn, host, token string, t AgentTarge
 			return errors.New("proxy: the holder sent bytes past its 101")
 		}
 		return nil
-	case resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(HeaderNotHere) != "":
+	case resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(hop.HeaderNotHere) != "":
 		return errNotHere
 	case resp.Header.Get(HeaderAgentRefused) != "":
 		resp.Header.Del(HeaderAgentRefused)
@@ -287,7 +289,7 @@ func (a *AgentRouter) serveSplice(w http.ResponseWriter, r *http.Request, t Agen
 		return
 	case errors.Is(err, tunnel.ErrNoSplice):
 		a.metrics.internal.WithLabelValues("no_splice").Inc()
-		WriteError(w, http.StatusNotImplemented, "no_splice", "agent "+t.AgentID+" serves each request itself: send requests, not a splice")
+		hop.Write(w, http.StatusNotImplemented, "no_splice", "agent "+t.AgentID+" serves each request itself: send requests, not a splice")
 		return
 	case errors.Is(err, tunnel.ErrAgentNotConnected), errors.Is(err, tunnel.ErrConnectionGone):
 		a.notHere(w, t)
@@ -300,7 +302,7 @@ func (a *AgentRouter) serveSplice(w http.ResponseWriter, r *http.Request, t Agen
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		up.Close()
-		WriteError(w, http.StatusHTTPVersionNotSupported, "not_upgradable", "a splice needs HTTP/1.1")
+		hop.Write(w, http.StatusHTTPVersionNotSupported, "not_upgradable", "a splice needs HTTP/1.1")
 		return
 	}
 	// The server's read and write deadlines for the request must not cut the splice.

@@ -1,4 +1,4 @@
-package proxy
+package agentrouter
 
 import (
 	"context"
@@ -17,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/spantest"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"
 )
@@ -170,7 +172,7 @@ func TestSplicedHop(t *testing.T) {
 			t.Fatalf("request %d: %d %q", i, w.Code, w.Body)
 		}
 		for k := range got.Header {
-			if hasFoldPrefix(k, "edge-") || k == "Authorization" || k == "Forwarded" {
+			if hop.FoldPrefix(k, "edge-") || k == "Authorization" || k == "Forwarded" {
 				t.Errorf("the upstream got %s: %v", k, got.Header[k])
 			}
 		}
@@ -187,7 +189,7 @@ func TestSplicedHop(t *testing.T) {
 	if got := h.internal(t, "spliced"); got != 1 {
 		t.Errorf("holder: spliced opens: got %v, want 1", got)
 	}
-	if h.requests()[0].Get(HeaderSplicePort) != "8080" || h.requests()[0].Get(HeaderPort) != "" {
+	if h.requests()[0].Get(HeaderSplicePort) != "8080" || h.requests()[0].Get(hop.HeaderPort) != "" {
 		t.Errorf("splice open headers: %v", h.requests()[0])
 	}
 }
@@ -263,9 +265,9 @@ func TestSplicedHopNotInRegistry(t *testing.T) {
 func TestSplicedHopOlderHolder(t *testing.T) {
 	var opens, served atomic.Int32
 	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderPort) == "" {
+		if r.Header.Get(hop.HeaderPort) == "" {
 			opens.Add(1)
-			WriteError(w, http.StatusBadRequest, "bad_request", "port \"\" is not 1-65535")
+			hop.Write(w, http.StatusBadRequest, "bad_request", "port \"\" is not 1-65535")
 			return
 		}
 		served.Add(1)
@@ -330,8 +332,8 @@ func TestConnectionsHideSplice(t *testing.T) {
 // With tracing on, the entry edge's span of a spliced request ("edge peer") is what the upstream
 // gets in traceparent: the holder does not see the request.
 func TestSplicedHopSendsTraceparent(t *testing.T) {
-	exp := &recordExporter{}
-	tr := newTracer(t, 1, exp)
+	exp := &spantest.Recorder{}
+	tr := spantest.NewTracer(t, 1, exp)
 	h := newHolder(t, true)
 	a := newEntryTraced(t, true, tr, h)
 	w := forwardGET(a, 8080, "/x", nil)
@@ -342,10 +344,10 @@ func TestSplicedHopSendsTraceparent(t *testing.T) {
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(exp.spans) != 1 || exp.spans[0].Name() != "edge peer" {
-		t.Fatalf("spans: %d, want the one edge peer span", len(exp.spans))
+	if len(exp.Spans()) != 1 || exp.Spans()[0].Name() != "edge peer" {
+		t.Fatalf("spans: %d, want the one edge peer span", len(exp.Spans()))
 	}
-	sc := exp.spans[0].SpanContext()
+	sc := exp.Spans()[0].SpanContext()
 	if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"; got.Header.Get("Traceparent") != want {
 		t.Errorf("the upstream got traceparent %q, want %q", got.Header.Get("Traceparent"), want)
 	}

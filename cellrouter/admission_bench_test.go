@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"gitlab.com/edge/edge/admission"
+	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/wire"
 )
 
@@ -95,16 +96,13 @@ func BenchmarkAdmission(b *testing.B) {
 			if m == nil {
 				m = p.metrics
 			}
-			front := NewFront(nil, nil)
-			if err := front.Swap(&Routes{Runner: p}); err != nil {
-				b.Fatal(err)
-			}
+			edge := frontFor(b, p, front.Options{}, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				r := httptest.NewRequest("POST", wire.JobsRequestPath, strings.NewReader(body))
 				r.Header.Set("Content-Type", "application/json")
 				w := httptest.NewRecorder()
-				front.ServeHTTP(w, r)
+				edge.ServeHTTP(w, r)
 				if w.Code != http.StatusCreated || w.Body.Len() != len(payload) {
 					b.Fatalf("status %d, %d bytes", w.Code, w.Body.Len())
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"gitlab.com/edge/edge/admission"
+	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/internal/cellsim"
 )
 
@@ -203,13 +204,10 @@ func TestAdmissionScopeAndExplain(t *testing.T) {
 	if resp, _ := f.poll(t); resp.StatusCode != http.StatusCreated || len(no.bodies()) != 0 {
 		t.Errorf("runner got %d; the out-of-scope controller was asked %d times", resp.StatusCode, len(no.bodies()))
 	}
-	front := NewFront(nil, f.metrics)
-	if err := front.Swap(&Routes{Runner: f.proxy}); err != nil {
-		t.Fatal(err)
-	}
+	edge := frontFor(t, f.proxy, front.Options{}, nil)
 	req := httptest.NewRequest("POST", "/api/v4/jobs/request", strings.NewReader(`{"token":"`+f.token+`"}`))
 	req.Header.Set("Content-Type", "application/json")
-	out, _ := json.Marshal(front.Explain(req))
+	out, _ := json.Marshal(edge.Explain(req))
 	if !strings.Contains(string(out), `"admission":{"controllers":["all"],"mode":"enabled"}`) {
 		t.Errorf("explain: %s", out)
 	}

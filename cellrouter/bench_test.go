@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/front"
 )
 
 // answerTransport answers every upstream request at once, so the benchmarks measure edge's
@@ -29,7 +30,7 @@ func (answerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func benchProxy(b *testing.B, configure func(*Options)) *Proxy {
+func benchProxy(b *testing.B, configure func(*Options)) *Router {
 	var cells []discovery.Cell
 	for i := uint64(1); i <= 3; i++ {
 		u, _ := url.Parse("http://127.0.0.1:" + string(rune('0'+i)) + "000")
@@ -70,10 +71,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			p := benchProxy(b, func(o *Options) { o.Verifier = verifier })
-			front := NewFront(nil, nil)
-			if err := front.Swap(&Routes{Runner: p}); err != nil {
-				b.Fatal(err)
-			}
+			edge := frontFor(b, p, front.Options{}, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				var r *http.Request
@@ -87,7 +85,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 					r.Header[c.header[0]] = []string{c.header[1]}
 				}
 				w := httptest.NewRecorder()
-				front.ServeHTTP(w, r)
+				edge.ServeHTTP(w, r)
 				if w.Code != 200 {
 					b.Fatalf("status %d", w.Code)
 				}
@@ -97,63 +95,34 @@ func BenchmarkServeHTTP(b *testing.B) {
 }
 
 // BenchmarkServeHTTPAccess is one runner request with the access log off, through slog (the
-// front's own logger, as server wrote it before), and through AccessLog, all to io.Discard.
+// front's own logger, as server wrote it before), and through front.AccessLog, all to io.Discard.
 func BenchmarkServeHTTPAccess(b *testing.B) {
-	opts := &slog.HandlerOptions{ReplaceAttr: durationsAsText}
+	opts := &slog.HandlerOptions{}
 	cases := []struct {
 		name   string
 		log    *slog.Logger
-		access *AccessLog
+		access *front.AccessLog
 		on     bool
 	}{
 		{"off", nil, nil, false},
 		{"slog_json", slog.New(slog.NewJSONHandler(io.Discard, opts)), nil, true},
 		{"slog_text", slog.New(slog.NewTextHandler(io.Discard, opts)), nil, true},
-		{"line_json", nil, NewAccessLog(io.Discard, "json", true), true},
-		{"line_text", nil, NewAccessLog(io.Discard, "text", true), true},
+		{"line_json", nil, front.NewAccessLog(io.Discard, "json", true), true},
+		{"line_text", nil, front.NewAccessLog(io.Discard, "text", true), true},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			front := NewFront(c.log, nil)
+			edge := frontFor(b, benchProxy(b, nil), front.Options{Log: c.log}, func(rt *front.Routes) { rt.AccessLog = c.on })
 			if c.access != nil {
-				front.UseAccessLog(c.access)
-			}
-			if err := front.Swap(&Routes{Runner: benchProxy(b, nil), AccessLog: c.on}); err != nil {
-				b.Fatal(err)
+				edge.UseAccessLog(c.access)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
 				w := httptest.NewRecorder()
-				front.ServeHTTP(w, httptest.NewRequest("GET", "/api/v4/runners/router/discovery", nil))
+				edge.ServeHTTP(w, httptest.NewRequest("GET", "/api/v4/runners/router/discovery", nil))
 				if w.Code != 200 {
 					b.Fatalf("status %d", w.Code)
 				}
-			}
-		})
-	}
-}
-
-// BenchmarkAccessLine is the access line alone: through slog as before, and through AccessLog.
-func BenchmarkAccessLine(b *testing.B) {
-	e := baseEntry()
-	opts := &slog.HandlerOptions{ReplaceAttr: durationsAsText}
-	for _, format := range []string{"json", "text"} {
-		var h slog.Handler = slog.NewJSONHandler(io.Discard, opts)
-		if format == "text" {
-			h = slog.NewTextHandler(io.Discard, opts)
-		}
-		b.Run("slog_"+format, func(b *testing.B) {
-			log := slog.New(h)
-			b.ReportAllocs()
-			for b.Loop() {
-				log.LogAttrs(b.Context(), slog.LevelInfo, "access", e.attrs()...)
-			}
-		})
-		b.Run("line_"+format, func(b *testing.B) {
-			l := NewAccessLog(io.Discard, format, true)
-			b.ReportAllocs()
-			for b.Loop() {
-				l.write(time.Now(), &e)
 			}
 		})
 	}

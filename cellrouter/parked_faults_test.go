@@ -17,9 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/guard"
 	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/wire"
 )
 
 // scriptedCell answers each request on its connections with what answer writes on the raw
@@ -75,7 +77,7 @@ func (c *scriptedCell) requests() int {
 }
 
 // guardedParkingFront is parkingFrontTo with a guard whose counter the test reads, and its logs.
-func guardedParkingFront(t *testing.T, cell *url.URL, modify func(*Front)) (addr string, pk *Parking, g *guard.Guard, logs *lockedBuffer) {
+func guardedParkingFront(t *testing.T, cell *url.URL, modify func(*Router)) (addr string, pk *wire.Parking, g *guard.Guard, logs *lockedBuffer) {
 	t.Helper()
 	legacy, _ := url.Parse("http://127.0.0.1:9")
 	return guardedFront(t, legacy, cell, modify)
@@ -83,25 +85,24 @@ func guardedParkingFront(t *testing.T, cell *url.URL, modify func(*Front)) (addr
 
 // guardedFront is a front with a guard and parking on a real listener: cell 1 (legacy) at
 // legacy, cell 2 at cell.
-func guardedFront(t *testing.T, legacy, cell *url.URL, modify func(*Front)) (addr string, pk *Parking, g *guard.Guard, logs *lockedBuffer) {
+func guardedFront(t *testing.T, legacy, cell *url.URL, modify func(*Router)) (addr string, pk *wire.Parking, g *guard.Guard, logs *lockedBuffer) {
 	t.Helper()
-	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell}}, nil)
 	logs = &lockedBuffer{}
 	g, err := guard.New(slog.New(slog.NewTextHandler(logs, nil)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	front.UseGuard(g)
+	pk = wire.NewParking(g)
+	p := newRouter(t, []discovery.Cell{{ID: 1, URL: legacy, Legacy: true}, {ID: 2, URL: cell}}, func(o *Options) { o.Parking = pk })
 	if modify != nil {
-		modify(front)
+		modify(p)
 	}
-	pk = NewParking(g)
-	front.UseParking(pk)
+	edge := frontFor(t, p, front.Options{Guard: g}, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: front}
+	srv := &http.Server{Handler: edge}
 	go srv.Serve(pk.Listener(ln))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -156,7 +157,7 @@ func TestParkedAnswerCutShortByTheCell(t *testing.T) {
 			!strings.Contains(string(got), "Connection: close\r\n") {
 			t.Errorf("poll %d: runner got %q, want a 502 answer_cut and the connection closed", i, got)
 		}
-		poll.Until(t, 5*time.Second, "the poll's end", func() bool { return pk.count() == 0 })
+		poll.Until(t, 5*time.Second, "the poll's end", func() bool { return pk.Held() == 0 })
 	}
 	if n := cell.requests(); n != 3 {
 		t.Errorf("cell saw %d requests, want 3 (once each)", n)
@@ -186,7 +187,7 @@ func TestParkedRunnerResetsAfterAByte(t *testing.T) {
 	conn.SetLinger(0)
 	conn.Close()
 	close(release)
-	poll.Until(t, 5*time.Second, "the poll's end", func() bool { return pk.count() == 0 })
+	poll.Until(t, 5*time.Second, "the poll's end", func() bool { return pk.Held() == 0 })
 	// The front still serves: a next poll is parked and answered.
 	next := parkPoll(t, addr, pk)
 	next.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -218,7 +219,7 @@ func TestParkedAnswerStalledRunnerLeaves(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the cell's connection was still open 5 s after the runner left")
 	}
-	poll.Until(t, 5*time.Second, "the poll's end", func() bool { return pk.count() == 0 })
+	poll.Until(t, 5*time.Second, "the poll's end", func() bool { return pk.Held() == 0 })
 }
 
 // A panic while a parked poll's answer is written (forced here in the answer's ModifyResponse)
@@ -230,9 +231,9 @@ func TestParkedPollPanicContained(t *testing.T) {
 		time.Sleep(afterPark)
 		io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
 	})
-	addr, pk, g, logs := guardedParkingFront(t, cell.url, func(f *Front) {
-		for _, a := range f.Routes().Runner.targets[2].addrs {
-			a.longPoll.ModifyResponse = func(*http.Response) error {
+	addr, pk, g, logs := guardedParkingFront(t, cell.url, func(p *Router) {
+		for _, a := range p.targets[2].addrs {
+			a.parker.ModifyResponse = func(*http.Response) error {
 				fire := false
 				armed.Do(func() { fire = true })
 				if fire {
@@ -276,7 +277,7 @@ func TestParkedRunnerResetAfterAByteCancelsTheCell(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // read by the watch before the reset
 	conn.SetLinger(0)
 	conn.Close()
-	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.count() == 0 })
+	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.Held() == 0 })
 }
 
 // A poll the cell holds when the drain begins, before edge has taken its connection over, is

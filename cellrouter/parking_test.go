@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/wire"
 )
 
 // heldCell holds every jobs/request until release is called, then answers it 201 with a job;
@@ -71,27 +73,21 @@ func (c *heldCell) answer() {
 
 // parkingFront is a front with parking on a real listener, its runner proxy sending cell 2's
 // traffic to cell.
-func parkingFront(t *testing.T, cell *heldCell) (addr string, pk *Parking) {
+func parkingFront(t *testing.T, cell *heldCell) (addr string, pk *wire.Parking) {
 	return parkingFrontTo(t, cell.url)
 }
 
-func parkingFrontTo(t *testing.T, cell2 *url.URL) (addr string, pk *Parking) {
+func parkingFrontTo(t *testing.T, cell2 *url.URL) (addr string, pk *wire.Parking) {
 	addr, pk, _, _ = guardedParkingFront(t, cell2, nil)
 	return addr, pk
 }
 
-func (pk *Parking) count() int {
-	pk.mu.Lock()
-	defer pk.mu.Unlock()
-	return len(pk.held)
-}
-
 // parkPoll sends a jobs/request on a new connection and waits until it is parked.
-func parkPoll(t *testing.T, addr string, pk *Parking) net.Conn {
+func parkPoll(t *testing.T, addr string, pk *wire.Parking) net.Conn {
 	t.Helper()
 	conn := runnerConn(t, addr)
 	io.WriteString(conn, jobsRequest(t, ""))
-	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+	poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.Held() == 1 })
 	return conn
 }
 
@@ -120,7 +116,7 @@ func TestParkedPollAnsweredAndKeptAlive(t *testing.T) {
 	br := bufio.NewReader(conn)
 	for round := range 2 {
 		io.WriteString(conn, jobsRequest(t, ""))
-		poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.count() == 1 })
+		poll.Until(t, 5*time.Second, "the poll parked", func() bool { return pk.Held() == 1 })
 		cell.answer()
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
@@ -131,7 +127,7 @@ func TestParkedPollAnsweredAndKeptAlive(t *testing.T) {
 			resp.Header.Get("X-Gitlab-Last-Update") != "q2" || resp.Header.Get("X-Request-Id") == "" || resp.Close {
 			t.Fatalf("round %d: %d %q %v", round, resp.StatusCode, body, resp.Header)
 		}
-		poll.Until(t, 5*time.Second, "the poll answered", func() bool { return pk.count() == 0 })
+		poll.Until(t, 5*time.Second, "the poll answered", func() bool { return pk.Held() == 0 })
 	}
 }
 
@@ -142,7 +138,7 @@ func TestParkedPollClientGoneCancelsTheCell(t *testing.T) {
 	addr, pk := parkingFront(t, cell)
 	conn := parkPoll(t, addr, pk)
 	conn.Close()
-	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.count() == 0 })
+	poll.Until(t, 5*time.Second, "the cell's request canceled", func() bool { _, c := cell.counts(); return c == 1 && pk.Held() == 0 })
 }
 
 // A poll parked at drain is answered within the grace, or closed when it ends.
@@ -166,7 +162,7 @@ func TestConnectionCloseNotParked(t *testing.T) {
 	conn := runnerConn(t, addr)
 	io.WriteString(conn, jobsRequest(t, "Connection: close\r\n"))
 	poll.Until(t, 5*time.Second, "the cell holds the poll", func() bool { h, _ := cell.counts(); return h == 1 })
-	if n := pk.count(); n != 0 {
+	if n := pk.Held(); n != 0 {
 		t.Errorf("%d parked", n)
 	}
 	cell.answer()
@@ -194,17 +190,15 @@ func TestPollAnsweredAtOnceNotParked(t *testing.T) {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
 	}
-	pk.mu.Lock()
-	defer pk.mu.Unlock()
-	if pk.total != 0 {
-		t.Errorf("%d polls answered at once were parked", pk.total)
+	if pk.Parked() != 0 {
+		t.Errorf("%d polls answered at once were parked", pk.Parked())
 	}
 }
 
 // A poll the cell reads and then drops, on a connection it had kept alive, is not sent again
 // (it is a POST): the runner gets 502, and nothing stays parked.
 func TestHeldPollDroppedByTheCellIsNotSentTwice(t *testing.T) {
-	cellAddr, seen := flakyCell(t) // answers a connection's first request, drops its second
+	cellAddr, seen := testnet.FlakyCell(t) // answers a connection's first request, drops its second
 	u, _ := url.Parse("http://" + cellAddr)
 	addr, pk := parkingFrontTo(t, u)
 	conn := runnerConn(t, addr)
@@ -223,7 +217,7 @@ func TestHeldPollDroppedByTheCellIsNotSentTwice(t *testing.T) {
 	if n := seen(http.MethodPost); n != 2 {
 		t.Errorf("the cell read %d polls, want 2 (the dropped one never again)", n)
 	}
-	if n := pk.count(); n != 0 {
+	if n := pk.Held(); n != 0 {
 		t.Errorf("%d polls parked", n)
 	}
 }

@@ -13,10 +13,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/wire"
 )
@@ -68,7 +70,7 @@ func newTestCell(t *testing.T, id uint64) *testCell {
 
 type fixture struct {
 	cells []*testCell
-	proxy *Proxy
+	proxy *Router
 	front *httptest.Server
 }
 
@@ -77,7 +79,7 @@ func newFixture(t *testing.T, configure func(*Options)) *fixture {
 }
 
 // newFixtureRoutes serves three cells through a Front; routes configures its table.
-func newFixtureRoutes(t *testing.T, configure func(*Options), routes func(*Routes)) *fixture {
+func newFixtureRoutes(t *testing.T, configure func(*Options), routes func(*front.Routes)) *fixture {
 	t.Helper()
 	f := &fixture{}
 	var dcells []discovery.Cell
@@ -102,15 +104,7 @@ func newFixtureRoutes(t *testing.T, configure func(*Options), routes func(*Route
 	if f.proxy, err = New(opts); err != nil {
 		t.Fatal(err)
 	}
-	rt := &Routes{Runner: f.proxy}
-	if routes != nil {
-		routes(rt)
-	}
-	front := NewFront(nil, opts.Metrics)
-	if err := front.Swap(rt); err != nil {
-		t.Fatal(err)
-	}
-	f.front = httptest.NewServer(front)
+	f.front = httptest.NewServer(frontFor(t, f.proxy, front.Options{Tracer: opts.Tracer}, routes))
 	t.Cleanup(f.front.Close)
 	return f
 }
@@ -131,29 +125,6 @@ func (f *fixture) only(t *testing.T, want uint64) seen {
 		t.Fatalf("cells got %d requests, want 1", len(got))
 	}
 	return got[0]
-}
-
-// cellsFront is a front whose runner proxy (cell transports built as for serving) knows cells;
-// routes, when set, completes its route table.
-func cellsFront(tb testing.TB, cells []discovery.Cell, routes func(*Routes)) *Front {
-	tb.Helper()
-	dc, err := discovery.NewCells(cells)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p, err := New(Options{Cells: dc})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rt := &Routes{Runner: p}
-	if routes != nil {
-		routes(rt)
-	}
-	front := NewFront(nil, nil)
-	if err := front.Swap(rt); err != nil {
-		tb.Fatal(err)
-	}
-	return front
 }
 
 func (f *fixture) none(t *testing.T) {
@@ -390,7 +361,7 @@ func TestEdgeHeadersAndForwarding(t *testing.T) {
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
-		f := newFixtureRoutes(t, nil, func(r *Routes) { r.Headers.Trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+		f := newFixtureRoutes(t, nil, func(r *front.Routes) { r.Headers.Trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
 		do(t, newReq(t, "GET", f.front.URL+"/api/v4/runners/router/discovery", nil,
 			"X-Forwarded-For", "203.0.113.9", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "gitlab.example.com"))
 		h := f.only(t, 1).header
@@ -522,8 +493,7 @@ func TestPreserveHost(t *testing.T) {
 		t.Run(fmt.Sprint(keep), func(t *testing.T) {
 			c := newTestCell(t, 1)
 			u, _ := url.Parse(c.srv.URL)
-			front := cellsFront(t, []discovery.Cell{{ID: 1, URL: u, Legacy: true, PreserveHost: keep}}, nil)
-			srv := httptest.NewServer(front)
+			srv := httptest.NewServer(cellsFront(t, []discovery.Cell{{ID: 1, URL: u, Legacy: true, PreserveHost: keep}}, nil))
 			defer srv.Close()
 			req := newReq(t, "GET", srv.URL+"/users/sign_in", nil)
 			req.Host = "gitlab.example.com"
@@ -540,13 +510,13 @@ func TestPreserveHost(t *testing.T) {
 	}
 }
 
-// A small body of known length is read whole and sent with its request on the cell transport's
-// own path; one awaited with Expect: 100-continue, or larger than the limit, streams. Either way
-// the cell gets it byte for byte with the client's framing.
+// A small body of known length is read whole and handed to the cell transport as a body in memory
+// (which the inline transport sends with its request); one awaited with Expect: 100-continue, or
+// larger than the limit, streams. Either way the cell gets it byte for byte with the client's
+// framing.
 func TestSmallBodiesHeldLargeStreamed(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.BodyTokenLimit = 1024 })
-	inline := f.proxy.transports[0]
-	cellHost := strings.TrimPrefix(f.cells[0].srv.URL, "http://")
+	held := &memoryBodies{base: http.DefaultTransport}
+	f := newFixture(t, func(o *Options) { o.BodyTokenLimit = 1024; o.Transport = held })
 	for _, tt := range []struct {
 		name       string
 		size       int
@@ -559,7 +529,6 @@ func TestSmallBodiesHeldLargeStreamed(t *testing.T) {
 		{"Expect: 100-continue", 512, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			inline.CloseIdleConnections()
 			body := bytes.Repeat([]byte("x"), tt.size)
 			req := newReq(t, "POST", f.front.URL+"/api/v4/projects/1/issues", bytes.NewReader(body), "Content-Type", "application/octet-stream")
 			if tt.expect {
@@ -571,12 +540,22 @@ func TestSmallBodiesHeldLargeStreamed(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || got.bodySum != sha256.Sum256(body) || got.contentLength != int64(tt.size) {
 				t.Errorf("status %d, cell saw %d bytes (Content-Length %d)", resp.StatusCode, got.bodyLen, got.contentLength)
 			}
-			inline.mu.Lock()
-			idle := len(inline.idle[cellHost])
-			inline.mu.Unlock()
-			if (idle == 1) != tt.wantInline {
-				t.Errorf("inline idle connections %d, want inline %v", idle, tt.wantInline)
+			if inMemory := held.last.Load(); inMemory != tt.wantInline {
+				t.Errorf("body handed to the transport in memory: %v, want %v", inMemory, tt.wantInline)
 			}
 		})
 	}
+}
+
+// memoryBodies records whether the last request's body reached the transport whole in memory
+// (a wire.MemoryBody), then carries it with base.
+type memoryBodies struct {
+	base http.RoundTripper
+	last atomic.Bool
+}
+
+func (m *memoryBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	b, ok := req.Body.(wire.MemoryBody)
+	m.last.Store(ok && b.Whole() != nil)
+	return m.base.RoundTrip(req)
 }

@@ -1,21 +1,21 @@
-package proxy
+package front
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/hop"
 )
 
 // durationsAsText is server's ReplaceAttr, which edge's slog handlers run with.
@@ -167,14 +167,15 @@ func (c *lineChecker) Write(p []byte) (int, error) {
 
 func accessFront(t *testing.T, l *AccessLog) *Front {
 	t.Helper()
-	u, _ := url.Parse("http://127.0.0.1:1")
-	ws := &HostRoute{Domain: "ws.example", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rt := testRoutes(Route{Name: "workspace", Domain: "ws.example", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok"))
-	})}
-	front := cellsFront(t, []discovery.Cell{{ID: 1, URL: u, Legacy: true}}, func(rt *Routes) {
-		rt.Workspaces, rt.AccessLog = ws, true
-		rt.Headers.Trusted = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} // httptest's remote
-	})
+	})})
+	rt.AccessLog = true
+	rt.Headers.Trusted = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} // httptest's remote
+	front := New(Options{})
+	if err := front.Swap(rt); err != nil {
+		t.Fatal(err)
+	}
 	front.UseAccessLog(l)
 	return front
 }
@@ -192,7 +193,7 @@ func TestAccessLogConcurrent(t *testing.T) {
 				// From a trusted proxy, whose request id the front keeps: the line's path repeats it.
 				id := fmt.Sprintf("g%d-%d", g, i)
 				r := httptest.NewRequest("GET", "http://w.ws.example/"+id, nil)
-				r.Header.Set(HeaderRequestID, id)
+				r.Header.Set(hop.HeaderRequestID, id)
 				front.ServeHTTP(httptest.NewRecorder(), r)
 			}
 		})
@@ -208,5 +209,31 @@ func TestAccessLogConcurrent(t *testing.T) {
 		if n != 1 {
 			t.Errorf("request %s logged %d times", id, n)
 		}
+	}
+}
+
+// BenchmarkAccessLine is the access line alone: through slog as before, and through front.AccessLog.
+func BenchmarkAccessLine(b *testing.B) {
+	e := baseEntry()
+	opts := &slog.HandlerOptions{ReplaceAttr: durationsAsText}
+	for _, format := range []string{"json", "text"} {
+		var h slog.Handler = slog.NewJSONHandler(io.Discard, opts)
+		if format == "text" {
+			h = slog.NewTextHandler(io.Discard, opts)
+		}
+		b.Run("slog_"+format, func(b *testing.B) {
+			log := slog.New(h)
+			b.ReportAllocs()
+			for b.Loop() {
+				log.LogAttrs(b.Context(), slog.LevelInfo, "access", e.attrs()...)
+			}
+		})
+		b.Run("line_"+format, func(b *testing.B) {
+			l := NewAccessLog(io.Discard, format, true)
+			b.ReportAllocs()
+			for b.Loop() {
+				l.write(time.Now(), &e)
+			}
+		})
 	}
 }

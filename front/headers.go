@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tunnel"
 )
 
@@ -27,14 +28,14 @@ type HeaderPolicy struct {
 	KeepEdge bool
 }
 
-// upgradeRule is which protocol switch a route allows.
-type upgradeRule uint8
+// Upgrade is which protocol switch a route allows.
+type Upgrade uint8
 
 const (
-	upgradeNone      upgradeRule = iota
-	upgradeWebSocket             // WebSocket only (RFC 6455)
-	upgradeTunnel                // the agent tunnel's own protocol
-	upgradeInternal              // WebSocket, a raw TCP stream to an agent's upstream (SSH), or a splice
+	UpgradeNone      Upgrade = iota
+	UpgradeWebSocket         // WebSocket only (RFC 6455)
+	UpgradeTunnel            // the agent tunnel's own protocol
+	UpgradeInternal          // WebSocket, a raw TCP stream to an agent's upstream (SSH), or a splice
 )
 
 // trusted tells whether the request comes from a peer whose forwarding headers are kept.
@@ -69,14 +70,14 @@ func (hp *HeaderPolicy) clean(r *http.Request, trusted bool) error {
 	var tokenSeen [3]bool
 	for name, values := range h {
 		switch {
-		case !hp.KeepEdge && hasFoldPrefix(name, "edge-"):
+		case !hp.KeepEdge && hop.FoldPrefix(name, "edge-"):
 			if name == tunnel.InfoHeader && r.URL != nil && r.URL.Path == tunnel.ConnectPath {
 				continue // what an agent says about itself, for the tunnel server (which checks it)
 			}
 			delete(h, name)
 		case !trusted && isForwardingHeader(name):
 			delete(h, name)
-		case equalFold(name, "http2-settings"):
+		case hop.FoldEqual(name, "http2-settings"):
 			delete(h, name)
 		default:
 			i := tokenHeaderIndex(name)
@@ -84,13 +85,13 @@ func (hp *HeaderPolicy) clean(r *http.Request, trusted bool) error {
 				continue
 			}
 			if tokenSeen[i] || len(values) != 1 || name != tokenHeaders[i] {
-				return fmt.Errorf("%w: the %s header must be sent once, spelled %s", ErrAmbiguousHeaders, tokenHeaders[i], tokenHeaders[i])
+				return fmt.Errorf("%w: the %s header must be sent once, spelled %s", hop.ErrAmbiguousHeaders, tokenHeaders[i], tokenHeaders[i])
 			}
 			tokenSeen[i], tokenValues[i] = true, strings.TrimSpace(values[0])
 		}
 	}
 	if v := h["Authorization"]; len(v) > 1 {
-		return fmt.Errorf("%w: the Authorization header must be sent once", ErrAmbiguousHeaders)
+		return fmt.Errorf("%w: the Authorization header must be sent once", hop.ErrAmbiguousHeaders)
 	}
 	return sameKindAgree(tokenValues, tokenSeen, h)
 }
@@ -106,7 +107,7 @@ func tokenHeaderIndex(name string) int {
 		return -1
 	}
 	for i, t := range tokenHeadersLower {
-		if equalFold(name, t) {
+		if hop.FoldEqual(name, t) {
 			return i
 		}
 	}
@@ -126,7 +127,7 @@ func sameKindAgree(values [3]string, seen [3]bool, h http.Header) error {
 		}
 	}
 	if v := h["Authorization"]; len(v) == 1 {
-		if b, ok := bearer(v[0]); ok && strings.TrimSpace(b) != "" {
+		if b, ok := hop.Bearer(v[0]); ok && strings.TrimSpace(b) != "" {
 			all[n] = tok{"Authorization", strings.TrimSpace(b)}
 			n++
 		}
@@ -134,7 +135,7 @@ func sameKindAgree(values [3]string, seen [3]bool, h http.Header) error {
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
 			if all[i].value != all[j].value && tokenKindOf(all[i].value) == tokenKindOf(all[j].value) {
-				return fmt.Errorf("%w: %s and %s carry different %s tokens", ErrAmbiguousHeaders,
+				return fmt.Errorf("%w: %s and %s carry different %s tokens", hop.ErrAmbiguousHeaders,
 					all[i].header, all[j].header, tokenKindOf(all[i].value))
 			}
 		}
@@ -155,24 +156,24 @@ func tokenKindOf(token string) string {
 // upgrade keeps a protocol switch only where the route allows it; any other Upgrade (h2c above
 // all: a 101 to HTTP/2 would hand the client a raw connection to the cell) is removed, and the
 // request goes on as plain HTTP/1.1.
-func upgrade(h http.Header, rule upgradeRule) {
+func upgrade(h http.Header, rule Upgrade) {
 	v, ok := h["Upgrade"]
 	if !ok {
 		return
 	}
 	want := ""
 	switch rule {
-	case upgradeWebSocket:
+	case UpgradeWebSocket:
 		want = "websocket"
-	case upgradeTunnel:
+	case UpgradeTunnel:
 		want = tunnel.UpgradeToken
-	case upgradeInternal:
+	case UpgradeInternal:
 		want = "websocket"
-		if len(v) == 1 && (equalFold(strings.TrimSpace(v[0]), tunnel.TCPUpgradeToken) || equalFold(strings.TrimSpace(v[0]), tunnel.SpliceUpgradeToken)) {
+		if len(v) == 1 && (hop.FoldEqual(strings.TrimSpace(v[0]), tunnel.TCPUpgradeToken) || hop.FoldEqual(strings.TrimSpace(v[0]), tunnel.SpliceUpgradeToken)) {
 			return
 		}
 	}
-	if want != "" && len(v) == 1 && equalFold(strings.TrimSpace(v[0]), want) {
+	if want != "" && len(v) == 1 && hop.FoldEqual(strings.TrimSpace(v[0]), want) {
 		return
 	}
 	delete(h, "Upgrade")
@@ -185,48 +186,10 @@ func isForwardingHeader(name string) bool {
 	}
 	switch name[0] | 0x20 {
 	case 'f':
-		return equalFold(name, "forwarded")
+		return hop.FoldEqual(name, "forwarded")
 	case 'x':
-		return hasFoldPrefix(name, "x-forwarded-") || equalFold(name, "x-forwarded") ||
-			equalFold(name, "x-real-ip") || equalFold(name, "x-request-id")
+		return hop.FoldPrefix(name, "x-forwarded-") || hop.FoldEqual(name, "x-forwarded") ||
+			hop.FoldEqual(name, "x-real-ip") || hop.FoldEqual(name, "x-request-id")
 	}
 	return false
-}
-
-// foldByte lower-cases ASCII letters and reads '_' as '-'.
-func foldByte(c byte) byte {
-	switch {
-	case c >= 'A' && c <= 'Z':
-		return c + 'a' - 'A'
-	case c == '_':
-		return '-'
-	}
-	return c
-}
-
-// equalFold compares a header name with a lower-case, '-'-spelled one.
-func equalFold(name, lower string) bool {
-	return len(name) == len(lower) && hasFoldPrefix(name, lower)
-}
-
-func hasFoldPrefix(name, lower string) bool {
-	if len(name) < len(lower) {
-		return false
-	}
-	for i := 0; i < len(lower); i++ {
-		if foldByte(name[i]) != lower[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// StripEdgeHeaders removes edge's own headers in every spelling: what an edge does before a
-// request leaves for an agent's upstream or a cell.
-func StripEdgeHeaders(h http.Header) {
-	for k := range h {
-		if hasFoldPrefix(k, "edge-") {
-			delete(h, k)
-		}
-	}
 }

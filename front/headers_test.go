@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"net/url"
 	"testing"
+
+	"gitlab.com/edge/edge/hop"
 )
 
 func TestHeaderPolicyClean(t *testing.T) {
@@ -46,7 +48,7 @@ func TestHeaderPolicyClean(t *testing.T) {
 				r.URL = &url.URL{Path: tt.path}
 			}
 			err := hp.clean(r, tt.trusted)
-			if got := errors.Is(err, ErrAmbiguousHeaders); got != tt.refused {
+			if got := errors.Is(err, hop.ErrAmbiguousHeaders); got != tt.refused {
 				t.Fatalf("refused: got %v (%v), want %v", got, err, tt.refused)
 			}
 			for _, k := range tt.keep {
@@ -75,18 +77,18 @@ func TestHeaderPolicyTrusted(t *testing.T) {
 func TestUpgradeOnlyWhereAllowed(t *testing.T) {
 	tests := []struct {
 		upgrade string
-		rule    upgradeRule
+		rule    Upgrade
 		kept    bool
 	}{
-		{"h2c", upgradeWebSocket, false},
-		{"h2c", upgradeNone, false},
-		{"websocket", upgradeWebSocket, true},
-		{"WebSocket", upgradeWebSocket, true},
-		{"websocket", upgradeNone, false},
-		{"websocket, h2c", upgradeWebSocket, false},
-		{"edge-tunnel", upgradeTunnel, true},
-		{"edge-tunnel", upgradeWebSocket, false},
-		{"websocket", upgradeTunnel, false},
+		{"h2c", UpgradeWebSocket, false},
+		{"h2c", UpgradeNone, false},
+		{"websocket", UpgradeWebSocket, true},
+		{"WebSocket", UpgradeWebSocket, true},
+		{"websocket", UpgradeNone, false},
+		{"websocket, h2c", UpgradeWebSocket, false},
+		{"edge-tunnel", UpgradeTunnel, true},
+		{"edge-tunnel", UpgradeWebSocket, false},
+		{"websocket", UpgradeTunnel, false},
 	}
 	for _, tt := range tests {
 		h := http.Header{"Upgrade": {tt.upgrade}}

@@ -1,10 +1,12 @@
-package proxy
+package front
 
 import (
 	"fmt"
 	"net/url"
 	"path"
 	"strings"
+
+	"gitlab.com/edge/edge/hop"
 )
 
 // Path rule: edge classifies a request on its path as sent, and the cell acts on that same path.
@@ -40,10 +42,6 @@ func pathOdd(u *url.URL) bool {
 	return false
 }
 
-// strictPath tells whether a route takes no odd path at all: runner traffic, and the aggregation
-// prefix, whose handler parses the path as the Kubernetes API does.
-func (k RouteKind) strictPath() bool { return k == RouteRunner || k == RouteAggregation }
-
 // normalPath is the path a lenient backend would act on: backslashes as slashes, doubled
 // slashes collapsed, dot segments resolved.
 func normalPath(decoded string) string {
@@ -56,14 +54,14 @@ func normalPath(decoded string) string {
 }
 
 // checkPath applies the path rule; classify gives a path's route.
-func checkPath(u *url.URL, classify func(string) RouteKind) error {
+func checkPath(u *url.URL, classify func(string) *Route) error {
 	if !pathOdd(u) {
 		return nil
 	}
 	asSent := classify(u.Path)
 	normal := classify(normalPath(u.Path))
-	if asSent.strictPath() || normal.strictPath() || asSent != normal {
-		return fmt.Errorf("%w: %q has dot segments, doubled or encoded slashes that a backend may read as another route", ErrBadPath, u.EscapedPath())
+	if asSent.StrictPath || normal.StrictPath || asSent != normal {
+		return fmt.Errorf("%w: %q has dot segments, doubled or encoded slashes that a backend may read as another route", hop.ErrBadPath, u.EscapedPath())
 	}
 	return nil
 }

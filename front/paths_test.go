@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"encoding/json"
@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"gitlab.com/edge/edge/aggregate"
+	"gitlab.com/edge/edge/hop"
 )
 
 func TestPathRule(t *testing.T) {
-	rt := &Routes{Aggregation: &PrefixRoute{Prefix: "/k8s"}}
+	rt := testRoutes(aggregationAt("/k8s", ok))
 	tests := []struct {
 		path    string
 		refused bool
@@ -52,8 +53,8 @@ func TestPathRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = checkPath(u, rt.pathKind)
-			if got := errors.Is(err, ErrBadPath); got != tt.refused {
+			err = checkPath(u, rt.pathRoute)
+			if got := errors.Is(err, hop.ErrBadPath); got != tt.refused {
 				t.Errorf("refused: got %v (%v), want %v", got, err, tt.refused)
 			}
 		})
@@ -69,21 +70,21 @@ func FuzzPathRule(f *testing.F) {
 		"/k8s/api/v1/namespaces/x/configmaps/x%2F..%2F..%2Fapi%2Fv1%2Fsecrets", "/k8s/apis/../api/v1/secrets", "/k8s%2Fapi", "/x/../k8s/api"} {
 		f.Add(s)
 	}
-	rt := &Routes{Aggregation: &PrefixRoute{Prefix: "/k8s"}}
+	rt := testRoutes(aggregationAt("/k8s", ok))
 	f.Fuzz(func(t *testing.T, raw string) {
 		u, err := url.ParseRequestURI(raw)
 		if err != nil || !strings.HasPrefix(u.Path, "/") {
 			return
 		}
-		if checkPath(u, rt.pathKind) != nil {
+		if checkPath(u, rt.pathRoute) != nil {
 			return
 		}
-		asSent, normal := rt.pathKind(u.Path), rt.pathKind(normalPath(u.Path))
+		asSent, normal := rt.pathRoute(u.Path), rt.pathRoute(normalPath(u.Path))
 		if asSent != normal {
-			t.Errorf("%q let through: route %s as sent, %s normalised", raw, asSent, normal)
+			t.Errorf("%q let through: route %s as sent, %s normalised", raw, asSent.Name, normal.Name)
 		}
-		if asSent.strictPath() && pathOdd(u) {
-			t.Errorf("%q let through: an odd %s path", raw, asSent)
+		if asSent.StrictPath && pathOdd(u) {
+			t.Errorf("%q let through: an odd %s path", raw, asSent.Name)
 		}
 	})
 }
@@ -134,10 +135,12 @@ func TestAggregationPathFamily(t *testing.T) {
 		reached = append(reached, r.Method+" "+r.URL.EscapedPath())
 		w.WriteHeader(http.StatusOK)
 	})
-	f := newFixtureRoutes(t, nil, func(rt *Routes) {
-		rt.Aggregation = &PrefixRoute{Prefix: "/k8s", Handler: handler, WriteError: aggregate.WriteError}
-	})
-	front := f.front.Config.Handler
+	agg := aggregationAt("/k8s", handler)
+	agg.WriteError = aggregate.WriteError
+	front := New(Options{})
+	if err := front.Swap(testRoutes(agg)); err != nil {
+		t.Fatal(err)
+	}
 	for _, path := range aggregationSpellings {
 		for _, v := range aggregationVerbs {
 			t.Run(v.name+" "+path, func(t *testing.T) {
@@ -150,7 +153,7 @@ func TestAggregationPathFamily(t *testing.T) {
 				if len(reached) > 0 {
 					t.Errorf("the aggregation handler ran: %v", reached)
 				}
-				if u, _ := url.ParseRequestURI(path); !hasPathPrefix(u.Path, "/k8s") {
+				if u, _ := url.ParseRequestURI(path); !under(u.Path, "/k8s") {
 					return // not under the prefix as sent: edge's own error body
 				}
 				var st struct {

@@ -1,9 +1,11 @@
-package proxy
+package front
 
 import (
 	"net/http"
 	"sync"
 	"time"
+
+	"gitlab.com/edge/edge/hop"
 )
 
 // refusalsKept is how many of the latest refusals the status page shows.
@@ -29,11 +31,8 @@ type refusals struct {
 	n    int
 }
 
-func (rs *refusals) add(w *recorder, r *http.Request) {
-	status := w.status
-	if status == 0 {
-		status = statusClientClosed
-	}
+func (rs *refusals) add(w *hop.Record, r *http.Request) {
+	status := w.StatusOrClosed()
 	path := r.URL.Path
 	if len(path) > 256 {
 		path = path[:256] + "…"
@@ -42,8 +41,8 @@ func (rs *refusals) add(w *recorder, r *http.Request) {
 	if len(host) > 256 {
 		host = host[:256] + "…"
 	}
-	f := Refusal{Time: time.Now().UTC(), Route: w.route.String(), Method: r.Method, Host: host, Path: path,
-		Status: status, Cause: w.cause, RequestID: w.id[0]}
+	f := Refusal{Time: time.Now().UTC(), Route: w.Route, Method: r.Method, Host: host, Path: path,
+		Status: status, Cause: w.Cause, RequestID: w.ID[0]}
 	rs.mu.Lock()
 	rs.ring[rs.n%refusalsKept] = f
 	rs.n++

@@ -1,105 +1,180 @@
-package proxy
+package front
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
 
-	"gitlab.com/edge/edge/tunnel"
+	"gitlab.com/edge/edge/hop"
 )
 
-// RouteKind is what kind of request the front decided a request is.
-type RouteKind uint8
+// A Route is one kind of request the front serves, declared once by the module that serves it:
+// what it matches, its name and traffic label, the protocol switch it allows, its handler, how
+// `edge explain` describes a request on it, and its refusals' format. A new route kind is one
+// Route added to the table.
+type Route struct {
+	Name    string
+	Traffic string // the edge_requests_total kind label; "" means Name
+	Upgrade Upgrade
 
-const (
-	RouteLegacy RouteKind = iota
-	RouteRunner
-	RouteAgentConnect
-	RouteGitLabAPI
-	RouteAggregation
-	RouteWorkspace
-	RouteAuth
-	RouteInternal
-	numRouteKinds
-)
+	// What it matches, one of: a host exactly (port ignored, any case), a domain and every name
+	// below it, a path exactly, a path prefix, any path Paths says, or every request no other
+	// route took (Fallback; one per table).
+	Host     string
+	Domain   string
+	Path     string
+	Prefix   string
+	Paths    func(path string) bool
+	Fallback bool
 
-// gitlabAPIPrefix is where the API for GitLab lives on the public listener.
-const gitlabAPIPrefix = "/-/api/v1/"
+	// StrictPath refuses every odd path (see paths.go) on this route, not only those a backend
+	// could read as another route: runner traffic, and the aggregation prefix, whose handler
+	// parses the path as the Kubernetes API does.
+	StrictPath bool
 
-// HostRoute serves a host name: the auth host exactly, workspace hosts as any name in Domain.
-type HostRoute struct {
-	Domain  string
+	// Handler serves the route; nil: its feature is off on this edge, and its requests are
+	// refused 404 not_configured, with Off as the message when set.
 	Handler http.Handler
-	// Explain describes what a host names, for `edge explain` (nil: nothing to say). An error is
-	// the refusal the handler would answer before any login.
-	Explain func(host string) (map[string]any, error)
-}
-
-// PrefixRoute serves every path below Prefix.
-type PrefixRoute struct {
-	Prefix  string
-	Handler http.Handler
-	// Explain describes what the handler would do with a request, for `edge explain`.
-	Explain func(r *http.Request) map[string]any
-	// WriteError, when set, answers the front's refusals of this route (the path rule, the header
-	// policy) in the route's own format, as its handler answers errors: the aggregation's is a
-	// Kubernetes Status, which kubectl shows. nil: WriteError's JSON.
+	Off     string
+	// Explain says what the handler would do with a request, without doing it: the rule and the
+	// fields `edge explain` prints; an error is the refusal it would answer. nil: Rule alone.
+	Explain func(r *http.Request) (rule string, fields map[string]any, err error)
+	Rule    string
+	// WriteError answers the front's refusals of this route (the path rule, the header policy) in
+	// the route's own format, as its handler answers errors: the aggregation's is a Kubernetes
+	// Status, which kubectl shows. nil: hop.Write's JSON.
 	WriteError func(w http.ResponseWriter, status int, cause, message string)
 }
 
-// Routes is the whole route table of the public and internal listeners, built from one config
-// and swapped whole on a reload. A nil part is a feature that is not configured: its paths answer
-// 404 through the one error writer, and everything else goes to the legacy cell.
-type Routes struct {
-	Runner       *Proxy       // runner and legacy traffic; required
-	AgentConnect http.Handler // the tunnel server at /-/agent/connect; nil: agents.keys not set
-	GitLabAPI    *GitLabAPI   // nil: gitlab_api not set
-	Internal     http.Handler // the internal listener's handler; nil: no internal listener
-	Workspaces   *HostRoute   // nil until workspaces are served
-	Auth         *HostRoute
-	Aggregation  *PrefixRoute
-	Headers      HeaderPolicy // the public listener's
-	AccessLog    bool
+func (r *Route) traffic() string {
+	if r.Traffic != "" {
+		return r.Traffic
+	}
+	return r.Name
 }
 
-// route is the match: a kind and, for a refusal, why.
-type route struct {
-	kind RouteKind
-	err  error
+// notConfigured is the refusal of a route whose feature is off, or nil.
+func (r *Route) notConfigured() error {
+	switch {
+	case r.Handler != nil:
+		return nil
+	case r.Off == "":
+		return hop.ErrNotConfigured
+	}
+	return fmt.Errorf("%w: %s", hop.ErrNotConfigured, r.Off)
+}
+
+// errorWriter is the route's refusal format.
+func (r *Route) errorWriter() func(http.ResponseWriter, int, string, string) {
+	if r.WriteError != nil {
+		return r.WriteError
+	}
+	return hop.Write
+}
+
+// Routes is the whole route table of the public and internal listeners, built from one config
+// and swapped whole on a reload. Host routes are matched first (exact hosts before domains), then
+// exact paths, prefixes, path sets and the fallback, each in the order added.
+type Routes struct {
+	Headers   HeaderPolicy // the public listener's
+	AccessLog bool
+	// Internal serves the internal listener, whose peers are other edges; nil: no internal
+	// listener.
+	Internal *Route
+	// Retire runs when a newer table replaces this one (a reload): the old cell proxies close
+	// their idle connections.
+	Retire func()
+
+	hosts, paths []*Route
+	fallback     *Route
+}
+
+// Add puts routes in the table.
+func (rt *Routes) Add(routes ...Route) {
+	for i := range routes {
+		r := &routes[i]
+		switch {
+		case r.Host != "" || r.Domain != "":
+			rt.hosts = append(rt.hosts, r)
+		case r.Fallback:
+			rt.fallback = r
+		default:
+			rt.paths = append(rt.paths, r)
+		}
+	}
+}
+
+// check tells what keeps a table from being put in force.
+func (rt *Routes) check() error {
+	if rt == nil || rt.fallback == nil {
+		return errors.New("front: a route table needs a fallback route")
+	}
+	return nil
+}
+
+// match is a request's route and, for a refusal, why.
+type match struct {
+	route *Route
+	err   error
 }
 
 // match decides a request's route: host first, then path. serve and explain both call it.
-func (rt *Routes) match(r *http.Request) route {
-	if rt.Workspaces != nil || rt.Auth != nil {
-		host := hostOnly(r.Host)
-		if rt.Auth != nil && strings.EqualFold(host, hostOnly(rt.Auth.Domain)) {
-			return route{kind: RouteAuth}
-		}
-		if rt.Workspaces != nil && isBelow(host, rt.Workspaces.Domain) {
-			return route{kind: RouteWorkspace}
+func (rt *Routes) match(r *http.Request) match {
+	if len(rt.hosts) > 0 {
+		if route := rt.hostRoute(hostOnly(r.Host)); route != nil {
+			return match{route: route}
 		}
 	}
-	if err := checkPath(r.URL, rt.pathKind); err != nil {
-		return route{kind: rt.pathKind(r.URL.Path), err: err}
+	route := rt.pathRoute(r.URL.Path)
+	if err := checkPath(r.URL, rt.pathRoute); err != nil {
+		return match{route: route, err: err}
 	}
-	kind := rt.pathKind(r.URL.Path)
-	return route{kind: kind, err: kind.notConfigured(rt)}
+	return match{route: route, err: route.notConfigured()}
 }
 
-// pathKind classifies a path alone: edge's own paths, the aggregation prefix, runner traffic,
-// then legacy.
-func (rt *Routes) pathKind(path string) RouteKind {
-	switch {
-	case path == tunnel.ConnectPath:
-		return RouteAgentConnect
-	case strings.HasPrefix(path, gitlabAPIPrefix):
-		return RouteGitLabAPI
-	case rt.Aggregation != nil && hasPathPrefix(path, rt.Aggregation.Prefix):
-		return RouteAggregation
-	case isRunnerPath(path):
-		return RouteRunner
+func (rt *Routes) hostRoute(host string) *Route {
+	for _, r := range rt.hosts {
+		if r.Host != "" && strings.EqualFold(host, hostOnly(r.Host)) {
+			return r
+		}
 	}
-	return RouteLegacy
+	for _, r := range rt.hosts {
+		if r.Domain != "" && isBelow(host, r.Domain) {
+			return r
+		}
+	}
+	return nil
+}
+
+// pathRoute classifies a path alone: exact paths, prefixes, path sets, then the fallback.
+func (rt *Routes) pathRoute(path string) *Route {
+	for _, r := range rt.paths {
+		if r.Path != "" && path == r.Path {
+			return r
+		}
+	}
+	for _, r := range rt.paths {
+		if r.Prefix != "" && under(path, r.Prefix) {
+			return r
+		}
+	}
+	for _, r := range rt.paths {
+		if r.Paths != nil && r.Paths(path) {
+			return r
+		}
+	}
+	return rt.fallback
+}
+
+// under tells whether path is below prefix: any path it begins when it ends in "/", else the
+// prefix itself and the paths below it ("/k8s", "/k8s/..." but not "/k8sx").
+func under(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || prefix[len(prefix)-1] == '/' || path[len(prefix)] == '/'
 }
 
 func hostOnly(host string) string {

@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"strconv"
@@ -23,7 +23,7 @@ var slogSafe = func() (t [utf8.RuneSelf]bool) {
 
 // appendSlogJSON appends s escaped as slog's JSON handler escapes it (appendEscapedJSONString),
 // without the quotes: \n \r \t by name, other control bytes as \u00XX, invalid UTF-8 as \ufffd,
-// and U+2028 and U+2029, which break JSONP, escaped too. Unlike appendJSONString (the error
+// and U+2028 and U+2029, which break JSONP, escaped too. Unlike hop.AppendJSONString (the error
 // bodies'), DEL stays as it is.
 func appendSlogJSON(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"

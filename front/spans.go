@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"net/http"
@@ -7,36 +7,34 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tracing"
 )
 
 // endSpan ends a request's server span with what the front learned of it: the route, cell and
 // rule, the token's kind (never the token), agent, workspace, request id, cause and status.
-func (w *recorder) endSpan(span trace.Span, r *http.Request) {
-	status := w.status
-	if status == 0 {
-		status = statusClientClosed
-	}
-	span.SetName("edge " + w.route.String())
+func endSpan(w *hop.Record, span trace.Span, r *http.Request, route *Route) {
+	status := w.StatusOrClosed()
+	span.SetName("edge " + w.Route)
 	attrs := make([]attribute.KeyValue, 0, 8)
-	attrs = append(attrs, attribute.String("edge.route", w.route.String()), attribute.String("edge.request_id", w.id[0]))
-	if w.cell != 0 {
-		attrs = append(attrs, attribute.Int64("edge.cell", int64(w.cell)))
+	attrs = append(attrs, attribute.String("edge.route", w.Route), attribute.String("edge.request_id", w.ID[0]))
+	if w.Cell != 0 {
+		attrs = append(attrs, attribute.Int64("edge.cell", int64(w.Cell)))
 	}
-	if w.rule != "" {
-		attrs = append(attrs, attribute.String("edge.rule", w.rule))
+	if w.Rule != "" {
+		attrs = append(attrs, attribute.String("edge.rule", w.Rule))
 	}
-	if w.route == RouteRunner {
-		attrs = append(attrs, attribute.String("edge.token_kind", w.token.String()))
+	if w.Token != "" {
+		attrs = append(attrs, attribute.String("edge.token_kind", w.Token))
 	}
-	if w.agent != "" {
-		attrs = append(attrs, attribute.String("edge.agent_id", w.agent))
+	if w.Agent != "" {
+		attrs = append(attrs, attribute.String("edge.agent_id", w.Agent))
 	}
-	if w.route == RouteWorkspace {
+	if route.Domain != "" {
 		attrs = append(attrs, attribute.String("edge.workspace", workspaceOf(r.Host)))
 	}
-	if w.cause != "" {
-		attrs = append(attrs, attribute.String("edge.cause", w.cause))
+	if w.Cause != "" {
+		attrs = append(attrs, attribute.String("edge.cause", w.Cause))
 	}
 	tracing.End(span, status, attrs...)
 }

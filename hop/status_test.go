@@ -1,4 +1,4 @@
-package proxy
+package hop
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestStatusOf(t *testing.T) {
 		{fmt.Errorf("%w: waited 20s", tunnel.ErrAgentNotConnected), 504},
 		{ErrHopLimit, 508},
 		{ErrUnauthorized, 401},
-		{context.Canceled, statusClientClosed},
+		{context.Canceled, StatusClientClosed},
 		{context.DeadlineExceeded, 504},
 		{timeout, 504},
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, 502},
@@ -46,8 +46,8 @@ func TestStatusOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {
-			if got, _ := statusOf(tt.err); got != tt.want {
-				t.Errorf("statusOf(%v): got %d, want %d", tt.err, got, tt.want)
+			if got, _ := StatusOf(tt.err); got != tt.want {
+				t.Errorf("StatusOf(%v): got %d, want %d", tt.err, got, tt.want)
 			}
 		})
 	}
@@ -69,9 +69,9 @@ func TestUpstreamCause(t *testing.T) {
 		{errors.New("something else"), "upstream_error"},
 	}
 	for _, tt := range tests {
-		status, cause := statusOf(tt.err)
+		status, cause := StatusOf(tt.err)
 		if status != 502 || cause != tt.want {
-			t.Errorf("statusOf(%v): got %d %s, want 502 %s", tt.err, status, cause, tt.want)
+			t.Errorf("StatusOf(%v): got %d %s, want 502 %s", tt.err, status, cause, tt.want)
 		}
 	}
 }
@@ -80,7 +80,7 @@ func TestUpstreamCause(t *testing.T) {
 func TestWriteErrorBodyIsJSON(t *testing.T) {
 	for _, msg := range []string{"plain", "quote \" and backslash \\", "control \x00\x1f\x7f", "bad utf-8 \xff\xfe", "ünïcødé"} {
 		w := httptest.NewRecorder()
-		WriteError(w, 400, "bad_request", msg)
+		Write(w, 400, "bad_request", msg)
 		var e struct{ Error, Message string }
 		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error != "bad_request" {
 			t.Errorf("body for %q is not the error JSON: %v %q", msg, err, w.Body.String())

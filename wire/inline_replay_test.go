@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -11,15 +11,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/internal/testnet"
 )
 
 // A jobs/request with no body but an Idempotency-Key is still a job claim: a cell that drops it
 // on a kept-alive connection does not get it a second time.
 func TestInlineNeverReplaysAKeyedJobClaim(t *testing.T) {
-	addr, seen := flakyCell(t)
+	addr, seen := testnet.FlakyCell(t)
 	rt := newCellTransport(time.Second, 5*time.Second)
 	claim := func() (*http.Response, error) {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+jobsRequestPath, nil)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+JobsRequestPath, nil)
 		req.Header.Set("Idempotency-Key", "k1")
 		return rt.RoundTrip(req)
 	}
@@ -36,7 +38,7 @@ func TestInlineNeverReplaysAKeyedJobClaim(t *testing.T) {
 		t.Errorf("the cell read %d claims, want 2 (one each, never a replay)", n)
 	}
 	// Another keyed POST is still replayed, as http.Transport would.
-	addr, seen = flakyCell(t)
+	addr, seen = testnet.FlakyCell(t)
 	for range 2 {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v4/runners/verify", nil)
 		req.Header.Set("Idempotency-Key", "k2")
@@ -57,7 +59,7 @@ func TestInlineNeverReplaysAKeyedJobClaim(t *testing.T) {
 func TestInlineInterimAnswerThenCloseIsNotReplayed(t *testing.T) {
 	var mu sync.Mutex
 	gets := 0
-	addr := serveRaw(t, func(c net.Conn) {
+	addr := testnet.ServeRaw(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for i := 0; ; i++ {
 			if _, err := http.ReadRequest(br); err != nil {

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tunnel"
 )
 
@@ -87,15 +88,30 @@ func NewInlineTransport(fallback *http.Transport) *InlineTransport {
 	return t
 }
 
+// HoldUnbuffered makes the transport one for held requests (long polls): a connection takes a
+// reader only once the answer begins to arrive, so a held request keeps no buffer, for two more
+// system calls per request.
+func (t *InlineTransport) HoldUnbuffered() { t.holdUnbuffered = true }
+
 func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.roundTrip(req, false)
+}
+
+// Parker carries long polls that may be parked: a request whose answer has not begun within
+// parkAfter is left waiting on its connection, and RoundTrip returns that connection as a *Held
+// error, for the handler to give its client's connection to Parking and return. The Held is the
+// transport of the poll's second pass, which reads the answer.
+func (t *InlineTransport) Parker() http.RoundTripper { return parker{t} }
+
+type parker struct{ t *InlineTransport }
+
+func (p parker) RoundTrip(req *http.Request) (*http.Response, error) { return p.t.roundTrip(req, true) }
+
+func (t *InlineTransport) roundTrip(req *http.Request, mayPark bool) (*http.Response, error) {
 	if !t.takes(req) {
 		return t.fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
-	slot := parkSlotOf(ctx)
-	if slot != nil && slot.conn != nil {
-		return t.resume(req, slot)
-	}
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.conn(ctx, req.URL.Host)
 		if err != nil {
@@ -103,8 +119,8 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		var resp *http.Response
 		var stop func() bool
-		if raw, socket := c.plainSocket(); socket && slot != nil && slot.wanted && t.holdUnbuffered {
-			if parked, err := t.park(req, c, raw, slot); parked || err != nil {
+		if raw, socket := c.plainSocket(); socket && mayPark && t.holdUnbuffered {
+			if held, err := t.park(req, c, raw); held != nil || err != nil {
 				return nil, err
 			}
 			// Answered at once: read here, as any request, with a reader at once (the answer has
@@ -151,35 +167,50 @@ func (c *inlineConn) body(resp *http.Response, stop func() bool, reusable bool) 
 const parkAfter = 50 * time.Millisecond
 
 // park sends the request on c (its socket raw) and, when no answer began within parkAfter,
-// leaves the connection in the slot, waiting for the answer within the response-header timeout,
-// for a parked long poll's second pass to read.
-func (t *InlineTransport) park(req *http.Request, c *inlineConn, raw syscall.RawConn, slot *parkSlot) (parked bool, err error) {
+// returns the connection as a Held, waiting for the answer within the response-header timeout.
+func (t *InlineTransport) park(req *http.Request, c *inlineConn, raw syscall.RawConn) (*Held, error) {
 	c.SetReadDeadline(time.Now().Add(parkAfter))
 	sent, err := c.sendAndAwait(raw, req)
 	if !sent {
 		c.Close()
-		return false, err
+		return nil, err
 	}
-	if err == nil || !isTimeout(err) {
+	if err == nil || !hop.IsTimeout(err) {
 		c.SetReadDeadline(time.Time{})
-		return false, nil // the answer (or the end of the connection) is read as any request's
+		return nil, nil // the answer (or the end of the connection) is read as any request's
 	}
 	if t.responseHeaderTimeout > 0 {
 		c.SetReadDeadline(time.Now().Add(t.responseHeaderTimeout - parkAfter))
 	} else {
 		c.SetReadDeadline(time.Time{})
 	}
-	slot.conn = c
-	return true, errParked
+	h := &Held{c: c}
+	return h, h
 }
 
-// resume reads the answer of a parked request from the connection it went out on.
-func (t *InlineTransport) resume(req *http.Request, slot *parkSlot) (*http.Response, error) {
-	c := slot.conn
-	slot.conn = nil
+// Held is a parked request: sent, its answer awaited on its connection. It is the error the
+// Parker returns for it, and the transport of its second pass, which reads the answer once.
+type Held struct {
+	c *inlineConn
+}
+
+func (h *Held) Error() string { return "proxy: long poll parked" }
+
+// HeldOf is the parked request err returns, or nil.
+func HeldOf(err error) *Held {
+	var h *Held
+	if errors.As(err, &h) {
+		return h
+	}
+	return nil
+}
+
+// RoundTrip reads the answer of the parked request from the connection it went out on.
+func (h *Held) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := h.c
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
-	resp, err := c.answer(req, t.responseHeaderTimeout)
+	resp, err := c.answer(req, c.t.responseHeaderTimeout)
 	if err != nil {
 		stop()
 		c.Close()
@@ -191,10 +222,16 @@ func (t *InlineTransport) resume(req *http.Request, slot *parkSlot) (*http.Respo
 	return c.body(resp, stop, !resp.Close && !req.Close), nil
 }
 
+// Close gives the parked request up: its cell sees it canceled.
+func (h *Held) Close() error { return h.c.Close() }
+
+// awaitReadable waits until the answer begins, the cell closes or the header timeout passes.
+func (h *Held) awaitReadable() error { return h.c.awaitReadable() }
+
 // replayable: a request safe to send twice, as http.Transport judges it, but never a job claim:
 // a jobs/request that reached the cell may have claimed a job, whatever its headers say.
 func replayable(req *http.Request) bool {
-	if req.Body != nil && req.Body != http.NoBody || req.URL.Path == jobsRequestPath {
+	if req.Body != nil && req.Body != http.NoBody || req.URL.Path == JobsRequestPath {
 		return false
 	}
 	switch req.Method {
@@ -219,8 +256,8 @@ func (t *InlineTransport) takes(req *http.Request) bool {
 	switch b := req.Body.(type) {
 	case nil:
 		return true
-	case *replayBody:
-		return b.inMemory
+	case MemoryBody:
+		return b.Whole() != nil
 	}
 	return req.Body == http.NoBody
 }
@@ -242,39 +279,6 @@ func (c *inlineConn) afterSend(req *http.Request, headerTimeout time.Duration) (
 		}
 	}
 	return c.answer(req, headerTimeout)
-}
-
-// plainSocket is the connection's socket when it is a plain TCP connection: one whose
-// readiness to read is the answer's (nothing like TLS buffers bytes in between).
-func (c *inlineConn) plainSocket() (syscall.RawConn, bool) {
-	tc, ok := c.Conn.(*net.TCPConn)
-	if !ok {
-		return nil, false
-	}
-	raw, err := tc.SyscallConn()
-	return raw, err == nil
-}
-
-// sendAndAwait writes req on the socket raw and waits, reading nothing, until the answer
-// begins, the connection ends or the read deadline passes. The wait is armed before the request
-// goes out, so no read has to find the answer missing first: a peek that finds nothing, then one
-// that finds it, cost two system calls per held request. sent tells whether req went out.
-func (c *inlineConn) sendAndAwait(raw syscall.RawConn, req *http.Request) (sent bool, err error) {
-	var sendErr error
-	err = raw.Read(func(uintptr) bool {
-		if sent {
-			return true // called again: the answer has begun
-		}
-		// The poller's readiness was reset just before this call: an answer arriving from now on
-		// ends the wait that follows.
-		sendErr = c.send(req)
-		sent = sendErr == nil
-		return !sent
-	})
-	if sendErr != nil {
-		return false, sendErr
-	}
-	return sent, err
 }
 
 // answer reads the answer to the request sent last, within a read deadline already set.
@@ -318,12 +322,14 @@ func (c *inlineConn) answer(req *http.Request, headerTimeout time.Duration) (*ht
 }
 
 func (c *inlineConn) send(req *http.Request) error {
-	if b, ok := req.Body.(*replayBody); ok && b.inMemory {
-		// Request.Write flushes the head before a body it does not know to be in memory: one
-		// system call more per request, and a packet more, for a body that is.
-		whole := *req
-		whole.Body = io.NopCloser(b.Reader)
-		req = &whole
+	if b, ok := req.Body.(MemoryBody); ok {
+		if r := b.Whole(); r != nil {
+			// Request.Write flushes the head before a body it does not know to be in memory: one
+			// system call more per request, and a packet more, for a body that is.
+			whole := *req
+			whole.Body = io.NopCloser(r)
+			req = &whole
+		}
 	}
 	// A body a socket's buffer takes whole never waits for the cell to read; a larger one
 	// (routing.body_token_limit raised) is bounded as relays are.
@@ -349,26 +355,13 @@ const unboundedSend = 64 << 10
 // awaitAnswer waits, without a buffer when the connection is a socket, until the answer begins
 // (or the connection ends or a deadline passes), then takes a reader.
 func (c *inlineConn) awaitAnswer() error {
-	if _, ok := c.Conn.(syscall.Conn); ok && c.br == nil && c.t.holdUnbuffered {
+	if c.br == nil && c.t.holdUnbuffered && c.socket() {
 		if err := c.awaitReadable(); err != nil {
 			return err
 		}
 	}
 	c.reader()
 	return nil
-}
-
-// awaitReadable waits until the socket has a byte to read or has ended, reading nothing.
-func (c *inlineConn) awaitReadable() error {
-	raw, err := c.Conn.(syscall.Conn).SyscallConn()
-	if err != nil {
-		return err
-	}
-	var buf [1]byte
-	return raw.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
-	})
 }
 
 func (c *inlineConn) reader() *bufio.Reader {
@@ -438,33 +431,6 @@ func (t *InlineTransport) put(c *inlineConn) {
 	for _, s := range stale {
 		s.Close()
 	}
-}
-
-// alive says whether an idle connection is still open and quiet: a peer that closed it, or sent
-// bytes nobody asked for, must not get the next request. A socket gets one non-blocking peek; a
-// stream of a multiplexed connection (yamux) is read with a deadline already past, which reports
-// what the stream already knows (closed, data waiting) without waiting.
-func (c *inlineConn) alive() bool {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		if c.SetReadDeadline(time.Unix(1, 0)) != nil {
-			return false
-		}
-		_, err := c.reader().Peek(1)
-		return isTimeout(err) && c.SetReadDeadline(time.Time{}) == nil
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var buf [1]byte
-	alive := false
-	err = raw.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-		return true
-	})
-	return err == nil && alive
 }
 
 // CloseIdleConnections closes the idle connections of both transports.

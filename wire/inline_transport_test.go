@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -12,10 +12,12 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/hop"
+	"gitlab.com/edge/edge/internal/testnet"
 )
 
 // countingServer is an httptest server that counts the TCP connections it accepted.
@@ -92,44 +94,13 @@ func TestInlineAnswerNotReadToItsEndIsNotReused(t *testing.T) {
 	}
 }
 
-// flakyCell answers the first request of each connection and closes the connection on the
-// second without answering, as a cell closing an idle keep-alive connection just as a request
-// arrives. It counts the requests it read by method.
-func flakyCell(t *testing.T) (string, func(method string) int) {
-	t.Helper()
-	var mu sync.Mutex
-	seen := map[string]int{}
-	addr := serveRaw(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for i := 0; ; i++ {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, req.Body)
-			mu.Lock()
-			seen[req.Method]++
-			mu.Unlock()
-			if i == 1 {
-				return
-			}
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
-	return addr, func(method string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen[method]
-	}
-}
-
 func TestInlineNeverSendsAPostTwice(t *testing.T) {
-	addr, seen := flakyCell(t)
+	addr, seen := testnet.FlakyCell(t)
 	rt := newCellTransport(time.Second, 5*time.Second)
 	rt.holdUnbuffered = true // as the long-poll transport that carries jobs/request
 	post := func() (*http.Response, error) {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v4/jobs/request", nil)
-		req.Body = &replayBody{Reader: strings.NewReader(`{"token":"x"}`), closer: io.NopCloser(nil), inMemory: true}
+		req.Body = wholeBody(`{"token":"x"}`)
 		req.ContentLength = 13
 		return rt.RoundTrip(req)
 	}
@@ -148,7 +119,7 @@ func TestInlineNeverSendsAPostTwice(t *testing.T) {
 }
 
 func TestInlineRetriesAGetOnceOnANewConnection(t *testing.T) {
-	addr, seen := flakyCell(t)
+	addr, seen := testnet.FlakyCell(t)
 	rt := newCellTransport(time.Second, 5*time.Second)
 	for i := range 2 {
 		resp, err := get(t, rt, context.Background(), "http://"+addr+"/")
@@ -223,7 +194,7 @@ func testHeaderTimeout(t *testing.T, holdUnbuffered bool) {
 	rt := newCellTransport(time.Second, 100*time.Millisecond)
 	rt.holdUnbuffered = holdUnbuffered
 	_, err := get(t, rt, context.Background(), srv.URL)
-	if status, cause := statusOf(err); status != http.StatusGatewayTimeout || cause != "timeout" {
+	if status, cause := hop.StatusOf(err); status != http.StatusGatewayTimeout || cause != "timeout" {
 		t.Errorf("no answer within the timeout (unbuffered wait %v): %v maps to %d %s, want 504 timeout", holdUnbuffered, err, status, cause)
 	}
 }
@@ -266,9 +237,9 @@ func TestInlineTakesOnlyWhatItCanCarry(t *testing.T) {
 	rt := newCellTransport(time.Second, time.Second)
 	streamed, _ := http.NewRequest(http.MethodPost, "http://cell/", io.NopCloser(strings.NewReader("x")))
 	inMemory, _ := http.NewRequest(http.MethodPost, "http://cell/", nil)
-	inMemory.Body = &replayBody{Reader: strings.NewReader("x"), closer: io.NopCloser(nil), inMemory: true}
+	inMemory.Body = wholeBody("x")
 	partly, _ := http.NewRequest(http.MethodPost, "http://cell/", nil)
-	partly.Body = &replayBody{Reader: strings.NewReader("x"), closer: io.NopCloser(nil)}
+	partly.Body = partBody("x")
 	expect, _ := http.NewRequest(http.MethodPost, "http://cell/", nil)
 	expect.Header.Set("Expect", "100-continue")
 	upgrade, _ := http.NewRequest(http.MethodGet, "http://cell/", nil)
@@ -300,35 +271,11 @@ func idleAlive(rt *InlineTransport, url string) bool {
 // rawCell answers every connection's first request with answer, as bytes, then closes.
 func rawCell(t *testing.T, answer string) string {
 	t.Helper()
-	return "http://" + serveRaw(t, func(c net.Conn) {
+	return "http://" + testnet.ServeRaw(t, func(c net.Conn) {
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
 			io.WriteString(c, answer)
 		}
 	})
-}
-
-// serveRaw runs handle on each TCP connection to a loopback listener, closing the connection
-// after, and returns the listener's address.
-func serveRaw(t *testing.T, handle func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 func TestInlineMalformedAnswersAre502(t *testing.T) {
@@ -348,7 +295,7 @@ func TestInlineMalformedAnswersAre502(t *testing.T) {
 			t.Errorf("%s: answer accepted (%d), want an error", name, resp.StatusCode)
 			continue
 		}
-		if status, _ := statusOf(err); status != http.StatusBadGateway {
+		if status, _ := hop.StatusOf(err); status != http.StatusBadGateway {
 			t.Errorf("%s: %v maps to %d, want 502", name, err, status)
 		}
 	}
@@ -425,7 +372,7 @@ func TestInlineWritesARequestAndItsHeldBodyInOneWrite(t *testing.T) {
 	}
 	const body = `{"token":"x","last_update":"0"}`
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v4/jobs/request", nil)
-	req.Body = &replayBody{Reader: strings.NewReader(body), closer: io.NopCloser(nil), inMemory: true, data: []byte(body)}
+	req.Body = wholeBody(body)
 	req.ContentLength = int64(len(body))
 	resp, err := rt.RoundTrip(req)
 	if err != nil {

@@ -1,43 +1,28 @@
-package proxy
+package wire
 
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gitlab.com/edge/edge/hop"
 )
-
-// parkSlot rides a long poll's context through the reverse proxy: wanted asks the cell transport
-// to send the request and park; conn is where it went out, for the second pass to read from.
-type parkSlot struct {
-	wanted bool
-	conn   *inlineConn
-}
-
-type parkKey struct{}
-
-func parkSlotOf(ctx context.Context) *parkSlot {
-	s, _ := ctx.Value(parkKey{}).(*parkSlot)
-	return s
-}
 
 // parked is one long poll whose client connection edge holds while the cell holds the request.
 type parked struct {
 	parking  *Parking
 	client   net.Conn
 	tls      bool
-	upstream *inlineConn
-	rec      *recorder
-	// answer runs the reverse proxy's second pass: it reads the cell's answer through the slot
+	upstream *Held
+	rec      *hop.Record
+	// answer runs the reverse proxy's second pass: it reads the cell's answer through the Held
 	// and writes it to w, under ctx (the request's values, the answer's own end).
 	reqCtx context.Context
-	answer func(ctx context.Context, w *recorder)
+	answer func(ctx context.Context, w http.ResponseWriter)
 	tails  []func() // what the proxy and the front do at the end of a request, in order
 
 	settled    atomic.Bool
@@ -45,11 +30,11 @@ type parked struct {
 	pending    []byte // bytes the client sent after its request (pipelined), kept for the server
 }
 
-// then adds what is left of a request to do once the poll is answered.
-func (p *parked) then(f func()) { p.tails = append(p.tails, f) }
+// Then adds what is left of a request to do once the poll is answered.
+func (p *parked) Then(f func()) { p.tails = append(p.tails, f) }
 
-// start watches both sockets; the first to speak settles the poll.
-func (p *parked) start() {
+// Start watches both sockets; the first to speak settles the poll.
+func (p *parked) Start() {
 	p.parking.hold(p)
 	g := p.parking.guard
 	g.Go("parked_poll", p.watchClient)
@@ -70,7 +55,7 @@ func (p *parked) watchCell() {
 // means the runner went away; bytes of a next request are kept (readRunner).
 func (p *parked) watchClient() {
 	defer close(p.clientDone)
-	if _, err := p.readRunner(); err == nil || isTimeout(err) {
+	if _, err := p.readRunner(); err == nil || hop.IsTimeout(err) {
 		return // finish stopped the watch, or maxPending is read
 	}
 	if p.settled.CompareAndSwap(false, true) {
@@ -121,7 +106,7 @@ func (p *parked) finish() {
 	<-p.clientDone
 	p.client.SetReadDeadline(time.Time{})
 	keep := len(p.pending) == 0 || !p.tls
-	w := newConnWriter(p.client, !keep || !p.parking.accepting())
+	w := newConnWriter(p.client, !keep || !p.parking.Accepting())
 	p.rec.ResponseWriter = w
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.reqCtx), answerBound)
 	defer cancel()
@@ -133,7 +118,7 @@ func (p *parked) finish() {
 	moreBytes := <-watched
 	// Nothing written (the runner left as the answer began): the connection closes, with no
 	// answer made up for it.
-	if completed && p.rec.status != 0 && w.finish() && w.keepAlive() && !(moreBytes && p.tls) && ctx.Err() == nil {
+	if completed && p.rec.Status != 0 && w.finish() && w.keepAlive() && !(moreBytes && p.tls) && ctx.Err() == nil {
 		p.client.SetDeadline(time.Time{})
 		var c net.Conn = p.client
 		if len(p.pending) > 0 {
@@ -150,7 +135,7 @@ func (p *parked) finish() {
 // cancels the answer. True when bytes of a next request came.
 func (p *parked) watchDuringAnswer(cancel context.CancelFunc) bool {
 	more, err := p.readRunner()
-	if err != nil && !isTimeout(err) {
+	if err != nil && !hop.IsTimeout(err) {
 		cancel()
 	}
 	return more
@@ -164,16 +149,16 @@ func (p *parked) answerContained(ctx context.Context, w *connWriter) (completed 
 	defer p.parking.guard.Recover("parked_poll", func(crashed bool) {
 		completed = false
 		p.upstream.Close()
-		err, cause := errAnswerCut, causeAnswerCut
+		err, cause := hop.ErrAnswerCut, hop.CauseAnswerCut
 		if crashed {
-			err, cause = errPanicked, causePanic
+			err, cause = hop.ErrPanicked, hop.CausePanic
 		}
 		if ctx.Err() == nil && w.discard() {
-			p.rec.status, p.rec.bytes = 0, 0
-			writeErr(p.rec, err)
+			p.rec.Status, p.rec.Bytes = 0, 0
+			hop.Error(p.rec, err)
 			completed = w.finish()
 		}
-		p.rec.cause = cause
+		p.rec.Cause = cause
 	})
 	p.answer(ctx, p.rec)
 	return true
@@ -182,7 +167,7 @@ func (p *parked) answerContained(ctx context.Context, w *connWriter) (completed 
 // crashed ends a poll whose watch panicked: both connections are closed and the request ends.
 func (p *parked) crashed(bool) {
 	p.closeBoth()
-	p.rec.cause = causePanic
+	p.rec.Cause = hop.CausePanic
 	p.end()
 }
 
@@ -204,7 +189,7 @@ func (p *parked) abandon() {
 func (p *parked) closeBoth() {
 	p.upstream.Close()
 	p.client.Close()
-	p.rec.cause = causeClientClosed
+	p.rec.Cause = hop.CauseClientClosed
 }
 
 func (p *parked) end() {
@@ -216,16 +201,6 @@ func (p *parked) runTails() {
 	for _, f := range p.tails {
 		f()
 	}
-}
-
-// isTimeout tells a deadline passing. A connection's own error is asserted first: the reuse
-// check of every idle stream asks, and errors.As costs a reflection walk.
-func isTimeout(err error) bool {
-	if ne, ok := err.(net.Error); ok {
-		return ne.Timeout()
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // prefixedConn serves the bytes a client sent while its poll was parked before the rest.
@@ -243,61 +218,4 @@ func (c *prefixedConn) Read(b []byte) (int, error) {
 	}
 	c.mu.Unlock()
 	return c.Conn.Read(b)
-}
-
-// pollJob proxies a jobs/request. When the front can park it (HTTP/1.1 on a listener that
-// takes connections back, cell transports built here, no tracing), the request is sent, the
-// client's connection taken over and true returned: the answer is written, and then run, when
-// the cell answers. Otherwise the poll is served here and false returned.
-func (p *Proxy) pollJob(w *recorder, r *http.Request, rp *httputil.ReverseProxy, cell uint64, then func()) bool {
-	pl := p.metrics.signals.startPoll(r, cell)
-	var slot *parkSlot
-	if p.parkable && w.parking != nil && r.ProtoMajor == 1 && r.ProtoMinor == 1 && !r.Close && w.parking.accepting() {
-		slot = &parkSlot{wanted: true}
-	}
-	if p.admission != nil || slot != nil {
-		ctx := r.Context()
-		if p.admission != nil {
-			ctx = context.WithValue(ctx, pollKey{}, &pl)
-		}
-		if slot != nil {
-			ctx = context.WithValue(ctx, parkKey{}, slot)
-		}
-		r = r.WithContext(ctx)
-	}
-	rp.ServeHTTP(w, r)
-	if slot == nil || slot.conn == nil {
-		pl.end(w.status)
-		return false
-	}
-	// The request is out and its answer awaited. The second pass reads it; the server's context
-	// of the request ends with the handler, so the pass keeps only its values.
-	answer := func(ctx context.Context, rec *recorder) { rp.ServeHTTP(rec, r.WithContext(ctx)) }
-	if !w.parking.reserve() {
-		answer(r.Context(), w) // the listener drains: held here, as a poll that was never parked
-		pl.end(w.status)
-		return false
-	}
-	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
-	if err != nil {
-		w.parking.unreserve()
-		answer(r.Context(), w)
-		pl.end(w.status)
-		return false
-	}
-	pk := &parked{parking: w.parking, client: conn, upstream: slot.conn, rec: w, reqCtx: r.Context(), answer: answer, clientDone: make(chan struct{})}
-	_, pk.tls = conn.(*tls.Conn)
-	if n := brw.Reader.Buffered(); n > 0 {
-		b, _ := brw.Reader.Peek(n)
-		pk.pending = bytes.Clone(b)
-	}
-	pk.then(func() { pl.end(w.status); then() })
-	w.parked = pk
-	// What stays referenced while the poll is parked must not hold the server's connection
-	// (its 8 KiB of buffers): the response it wrote through, and the request body's reader.
-	w.ResponseWriter = nil
-	if b, ok := r.Body.(*replayBody); ok {
-		b.closer = http.NoBody
-	}
-	return true
 }

@@ -1,11 +1,15 @@
-package proxy
+package wire
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
 	"sync"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/guard"
 )
 
@@ -35,8 +39,8 @@ func NewParking(g *guard.Guard) *Parking {
 	return &Parking{guard: g, returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
 }
 
-// accepting says whether a new poll may be parked (not once the listener drains).
-func (pk *Parking) accepting() bool {
+// Accepting says whether a new poll may be parked (not once the listener drains).
+func (pk *Parking) Accepting() bool {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	return !pk.closing
@@ -72,6 +76,20 @@ func (pk *Parking) done(p *parked) {
 	delete(pk.held, p)
 	pk.mu.Unlock()
 	pk.wg.Done()
+}
+
+// Held is how many polls are parked now.
+func (pk *Parking) Held() int {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	return len(pk.held)
+}
+
+// Parked is how many polls were parked since the start.
+func (pk *Parking) Parked() int {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	return pk.total
 }
 
 // giveBack hands an answered poll's connection to the server for the next request; once the
@@ -116,6 +134,33 @@ func (pk *Parking) Drain(ctx context.Context) {
 		p.abandon()
 	}
 	<-done
+}
+
+// Park takes over the connection of rec's request, whose cell holds it as held, and returns true:
+// the request's end is then rec.Later, which answer (the proxy's second pass, reading the answer
+// through held) writes when the cell answers, or when the runner goes, or when the drain's grace
+// ends. False when the poll cannot be parked (the listener drains, the connection cannot be taken
+// over): it is the handler's to answer, as a poll that was never parked.
+func (pk *Parking) Park(rec *hop.Record, r *http.Request, held *Held, answer func(ctx context.Context, w http.ResponseWriter)) bool {
+	if !pk.reserve() {
+		return false
+	}
+	conn, brw, err := http.NewResponseController(rec.ResponseWriter).Hijack()
+	if err != nil {
+		pk.unreserve()
+		return false
+	}
+	p := &parked{parking: pk, client: conn, upstream: held, rec: rec, reqCtx: r.Context(), answer: answer, clientDone: make(chan struct{})}
+	_, p.tls = conn.(*tls.Conn)
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		p.pending = bytes.Clone(b)
+	}
+	rec.Later = p
+	// What stays referenced while the poll is parked must not hold the server's connection (its
+	// 8 KiB of buffers): the response it wrote through.
+	rec.ResponseWriter = nil
+	return true
 }
 
 // Listener yields ln's connections and those handed back after a parked poll's answer.

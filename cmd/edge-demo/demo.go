@@ -21,10 +21,11 @@ import (
 	"syscall"
 	"time"
 
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/cellsim"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
+	"gitlab.com/edge/edge/wire"
 )
 
 // cmdDemo runs edge (the router binary, as `edge serve`) on embedded defaults with two demo cells
@@ -324,12 +325,12 @@ func newDemoAgent(edgeURL string, key []byte, ports []int, log *slog.Logger) (*t
 	}
 	return tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:    edgeURL,
-		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
+		WriteError: hop.Write, RemoveEdgeHeaders: hop.StripEdgeHeaders,
 		Token:         func(context.Context) (string, error) { return token, nil },
 		Info:          tunnel.AgentInfo{Version: "demo", PodName: "demo-workspace"},
 		Upstreams:     tunnel.AllowPorts(ports...),
 		MinBackoff:    200 * time.Millisecond,
-		WrapTransport: func(t *http.Transport) tunnel.RoundTripCloser { return proxy.NewInlineTransport(t) },
+		WrapTransport: func(t *http.Transport) tunnel.RoundTripCloser { return wire.NewInlineTransport(t) },
 		Logger:        log,
 	})
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/proxy"
 	"gitlab.com/edge/edge/server"
 	"gitlab.com/edge/edge/tunnel"
 )
@@ -148,7 +148,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 	}
 	agent, err := tunnel.NewAgent(tunnel.AgentOptions{
 		EdgeURL:    a.Edge,
-		WriteError: proxy.WriteError, RemoveEdgeHeaders: proxy.StripEdgeHeaders,
+		WriteError: hop.Write, RemoveEdgeHeaders: hop.StripEdgeHeaders,
 		Token:            tunnel.TokenFile(a.TokenFile),
 		Info:             tunnel.AgentInfo{Version: b.Version, Commit: b.Commit, PodNamespace: os.Getenv("POD_NAMESPACE"), PodName: os.Getenv("POD_NAME")},
 		Upstreams:        a.Upstreams,

@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"bufio"
@@ -19,8 +19,8 @@ import (
 func TestRequestPanicIs502AndCounted(t *testing.T) {
 	fired := false
 	cell := newScriptedCell(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") })
-	addr, _, g, logs := guardedFront(t, cell.url, deadURL(), func(f *Front) {
-		for _, a := range f.Routes().Runner.targets[1].addrs {
+	addr, _, g, logs := guardedFront(t, cell.url, deadURL(), func(p *Router) {
+		for _, a := range p.targets[1].addrs {
 			a.plain.ModifyResponse = func(*http.Response) error {
 				if !fired {
 					fired = true

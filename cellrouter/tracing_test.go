@@ -1,36 +1,26 @@
-package proxy
+package cellrouter
 
 import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"sync"
+	"net/netip"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"gitlab.com/edge/edge/front"
+	"gitlab.com/edge/edge/internal/spantest"
 	"gitlab.com/edge/edge/tracing"
 )
-
-func newTracer(t testing.TB, ratio float64, exp sdktrace.SpanExporter) *tracing.Tracer {
-	t.Helper()
-	tr, err := tracing.New(context.Background(), tracing.Options{SampleRatio: ratio, ServiceName: "edge", Exporter: exp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Shutdown(context.Background()) })
-	return tr
-}
 
 // A runner request is a server span and its call to the cell a child client span, whose
 // traceparent the cell receives; the server span names the route, cell, rule and token kind,
 // never the token. A traceparent from a peer outside trusted_proxies starts a new trace.
 func TestRunnerRequestSpans(t *testing.T) {
-	exp := &recordExporter{}
-	tr := newTracer(t, 1, exp)
+	exp := &spantest.Recorder{}
+	tr := spantest.NewTracer(t, 1, exp)
 	f := newFixture(t, func(o *Options) { o.Tracer = tr })
-	f.front.Config.Handler.(*Front).UseTracer(tr)
 	const incoming = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	tok := routable(t, 2)
 	do(t, newReq(t, "GET", f.front.URL+"/api/v4/runners/router/discovery", nil, "RUNNER-TOKEN", tok, "Traceparent", incoming))
@@ -38,7 +28,7 @@ func TestRunnerRequestSpans(t *testing.T) {
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	spans := exp.spans
+	spans := exp.Spans()
 	if len(spans) != 2 {
 		t.Fatalf("%d spans, want a server and a client span", len(spans))
 	}
@@ -72,16 +62,15 @@ func TestRunnerRequestSpans(t *testing.T) {
 
 // From trusted_proxies, the caller's trace is continued.
 func TestTrustedTraceparentContinued(t *testing.T) {
-	exp := &recordExporter{}
-	tr := newTracer(t, 1, exp)
-	f := newFixtureRoutes(t, func(o *Options) { o.Tracer = tr }, func(rt *Routes) {
-		rt.Headers = HeaderPolicy{Trusted: loopback}
+	exp := &spantest.Recorder{}
+	tr := spantest.NewTracer(t, 1, exp)
+	f := newFixtureRoutes(t, func(o *Options) { o.Tracer = tr }, func(rt *front.Routes) {
+		rt.Headers = front.HeaderPolicy{Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	})
-	f.front.Config.Handler.(*Front).UseTracer(tr)
 	do(t, newReq(t, "GET", f.front.URL+"/api/v4/runners/router/discovery", nil, "RUNNER-TOKEN", routable(t, 2),
 		"Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
 	tr.Shutdown(context.Background())
-	spans := exp.spans
+	spans := exp.Spans()
 	if len(spans) != 2 || spans[1].SpanContext().TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || spans[1].Parent().SpanID().String() != "b7ad6b7169203331" {
 		t.Fatalf("spans %v: want the trusted trace continued", spans)
 	}
@@ -99,20 +88,16 @@ func BenchmarkServeHTTPTracing(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var tr *tracing.Tracer
 			if c.on {
-				tr = newTracer(b, c.ratio, discardExporter{})
+				tr = spantest.NewTracer(b, c.ratio, spantest.Discard{})
 			}
 			p := benchProxy(b, func(o *Options) { o.Tracer = tr })
-			front := NewFront(nil, nil)
-			front.UseTracer(tr)
-			if err := front.Swap(&Routes{Runner: p}); err != nil {
-				b.Fatal(err)
-			}
+			edge := frontFor(b, p, front.Options{Tracer: tr}, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				r := httptest.NewRequest("GET", "/api/v4/runners/router/discovery", nil)
 				r.Header["Runner-Token"] = []string{tok}
 				w := httptest.NewRecorder()
-				front.ServeHTTP(w, r)
+				edge.ServeHTTP(w, r)
 				if w.Code != http.StatusOK {
 					b.Fatalf("status %d", w.Code)
 				}
@@ -120,22 +105,3 @@ func BenchmarkServeHTTPTracing(b *testing.B) {
 		})
 	}
 }
-
-// recordExporter keeps every span it is given, after Shutdown too.
-type recordExporter struct {
-	mu    sync.Mutex
-	spans []sdktrace.ReadOnlySpan
-}
-
-func (e *recordExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.spans = append(e.spans, spans...)
-	return nil
-}
-func (e *recordExporter) Shutdown(context.Context) error { return nil }
-
-type discardExporter struct{}
-
-func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discardExporter) Shutdown(context.Context) error                             { return nil }

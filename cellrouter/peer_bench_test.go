@@ -1,4 +1,4 @@
-package proxy
+package cellrouter
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func BenchmarkPeerPost512(b *testing.B) {
 	}))
 	b.Cleanup(upstream.Close)
 	u, _ := url.Parse(upstream.URL)
-	front := cellsFront(b, []discovery.Cell{{ID: 1, URL: u, Legacy: true}}, nil)
+	edge := cellsFront(b, []discovery.Cell{{ID: 1, URL: u, Legacy: true}}, nil)
 	plain := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.SetXForwarded() },
 		Transport: &http.Transport{
@@ -39,7 +39,7 @@ func BenchmarkPeerPost512(b *testing.B) {
 	for _, tt := range []struct {
 		name string
 		h    http.Handler
-	}{{"edge", front}, {"plain_httputil", plain}} {
+	}{{"edge", edge}, {"plain_httputil", plain}} {
 		b.Run(tt.name, func(b *testing.B) {
 			srv := httptest.NewServer(tt.h)
 			defer srv.Close()

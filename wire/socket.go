@@ -1,0 +1,75 @@
+package wire
+
+import (
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+
+	"gitlab.com/edge/edge/hop"
+)
+
+// plainSocket is the connection's socket when it is a plain TCP connection whose readiness can
+// be peeked at: one whose readiness to read is the answer's (nothing like TLS buffers bytes in
+// between). Only there are polls parked.
+func (c *inlineConn) plainSocket() (syscall.RawConn, bool) {
+	tc, ok := c.Conn.(*net.TCPConn)
+	if !ok || !canPeek {
+		return nil, false
+	}
+	raw, err := tc.SyscallConn()
+	return raw, err == nil
+}
+
+// socket says whether the connection is a socket whose readiness can be peeked at.
+func (c *inlineConn) socket() bool {
+	_, ok := c.Conn.(syscall.Conn)
+	return ok && canPeek
+}
+
+// sendAndAwait writes req on the socket raw and waits, reading nothing, until the answer
+// begins, the connection ends or the read deadline passes. The wait is armed before the request
+// goes out, so no read has to find the answer missing first: a peek that finds nothing, then one
+// that finds it, cost two system calls per held request. sent tells whether req went out.
+func (c *inlineConn) sendAndAwait(raw syscall.RawConn, req *http.Request) (sent bool, err error) {
+	var sendErr error
+	err = raw.Read(func(uintptr) bool {
+		if sent {
+			return true // called again: the answer has begun
+		}
+		// The poller's readiness was reset just before this call: an answer arriving from now on
+		// ends the wait that follows.
+		sendErr = c.send(req)
+		sent = sendErr == nil
+		return !sent
+	})
+	if sendErr != nil {
+		return false, sendErr
+	}
+	return sent, err
+}
+
+// awaitReadable waits until the socket has a byte to read or has ended, reading nothing.
+func (c *inlineConn) awaitReadable() error {
+	raw, err := c.Conn.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return err
+	}
+	return peekReadable(raw)
+}
+
+// alive says whether an idle connection is still open and quiet: a peer that closed it, or sent
+// bytes nobody asked for, must not get the next request. A socket gets one non-blocking peek; a
+// stream of a multiplexed connection (yamux) is read with a deadline already past, which reports
+// what the stream already knows (closed, data waiting) without waiting.
+func (c *inlineConn) alive() bool {
+	if sc, ok := c.Conn.(syscall.Conn); ok && canPeek {
+		raw, err := sc.SyscallConn()
+		return err == nil && peekQuiet(raw)
+	}
+	if c.SetReadDeadline(time.Unix(1, 0)) != nil {
+		return false
+	}
+	_, err := c.reader().Peek(1)
+	return hop.IsTimeout(err) && c.SetReadDeadline(time.Time{}) == nil
+}
