@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"gitlab.com/edge/edge/bench"
 )
 
 const upstreamBody = 1024
@@ -33,34 +28,8 @@ func serveUpstream(addr string) error {
 	}))
 }
 
-// waitReady polls check every 50 ms for up to 20 s, failing early when p exits.
-func waitReady(ctx context.Context, p *bench.Proc, check func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if p.Exited() {
-			return p.Failure()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %v", p.Name, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// startTimeout is how long a server has to answer its first check.
+const startTimeout = 20 * time.Second
 
 // edgeConfig: one legacy cell (the upstream), the static certificate, warnings only. accessLog
 // false sets log.access: false; true sets log.level: info, because edge writes its access log at
@@ -224,20 +193,6 @@ func checkPlain(url string) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	case len(b) != upstreamBody:
 		return fmt.Errorf("%s: %d bytes, want %d", url, len(b), upstreamBody)
-	}
-	return nil
-}
-
-// checkHTTP wants 200 from a plain-HTTP url (edge's /readyz, the upstream).
-func checkHTTP(url string) error {
-	resp, err := (&http.Client{Timeout: time.Second}).Get(url)
-	if err != nil {
-		return err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return errors.New(resp.Status)
 	}
 	return nil
 }
