@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -482,15 +481,5 @@ func cmpOr(a, b string) string {
 
 // write puts chaos.json and chaos.md into dir.
 func (r result) write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("results dir: %w", err)
-	}
-	j, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chaos.json"), append(j, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "chaos.md"), []byte("# Chaos soak\n\n"+r.markdown()), 0o644)
+	return bench.WriteResults(dir, "chaos", r, "# Chaos soak\n\n"+r.markdown())
 }
