@@ -26,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -107,36 +106,18 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 2)
-	var servers []*http.Server
-	for _, l := range []struct {
-		name, addr string
-		h          http.Handler
-	}{{"cell", o.listen, c.handler()}, {"control", o.control, c.controlHandler()}} {
-		ln, err := net.Listen("tcp", l.addr)
-		if err != nil {
-			return fmt.Errorf("listen %s on %s: %w", l.name, l.addr, err)
-		}
-		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, srv)
-		fmt.Printf("listening %s %s\n", l.name, ln.Addr())
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("serve %s: %w", l.name, err)
-			}
-		}()
-	}
-	fmt.Printf("restored %d jobs (%d pending)\nready\n", restored, pending)
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
+	servers, err := bench.Serve(os.Stdout, []bench.Listener{
+		{Name: "cell", Addr: o.listen, Handler: c.handler()},
+		{Name: "control", Addr: o.control, Handler: c.controlHandler()},
+	})
+	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		_ = srv.Shutdown(sctx)
+	fmt.Printf("restored %d jobs (%d pending)\nready\n", restored, pending)
+	if err := servers.Wait(ctx); err != nil {
+		return err
 	}
+	servers.Shutdown()
 	return nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 const upstreamBody = 1024
@@ -105,18 +107,7 @@ func nginxConfig(prefix string, port, plainPort, upstream int, c certFiles, vers
         }
     }`, plainPort)
 	}
-	return fmt.Sprintf(`worker_processes 1;
-error_log %[1]s/error.log warn;
-pid %[1]s/nginx.pid;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    upstream bench_upstream {
+	return bench.NginxHead(prefix) + fmt.Sprintf(`    upstream bench_upstream {
         server 127.0.0.1:%[3]d;
         keepalive 64;
         keepalive_requests 1000000;
