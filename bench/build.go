@@ -11,8 +11,14 @@ import (
 
 // GoBuild builds a package of the repository (the working directory) into dir/name.
 func GoBuild(ctx context.Context, dir, pkg, name string) (string, error) {
+	return GoBuildIn(ctx, "", dir, pkg, name)
+}
+
+// GoBuildIn is GoBuild from the repository at repo ("": the working directory).
+func GoBuildIn(ctx context.Context, repo, dir, pkg, name string) (string, error) {
 	out := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = repo
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
 	}

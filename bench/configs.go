@@ -11,6 +11,25 @@ import (
 // NginxConfig is a plain, fair reverse proxy: one worker, keep-alive to the upstream, no access
 // log, every path under prefix so it reads no system file.
 func NginxConfig(prefix string, listenPort, upstreamPort int) string {
+	return NginxHead(prefix) + fmt.Sprintf(`    upstream bench_upstream {
+        server 127.0.0.1:%[2]d;
+        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:%[1]d;
+        location / {
+            proxy_pass http://bench_upstream;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`, listenPort, upstreamPort)
+}
+
+// NginxHead is the start of every bench nginx config, up to the http block's contents: one
+// worker, no access log, and every path under prefix so that nginx reads no system file.
+func NginxHead(prefix string) string {
 	return fmt.Sprintf(`worker_processes 1;
 error_log %[1]s/error.log warn;
 pid %[1]s/nginx.pid;
@@ -22,20 +41,7 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;
-    upstream bench_upstream {
-        server 127.0.0.1:%[3]d;
-        keepalive 64;
-    }
-    server {
-        listen 127.0.0.1:%[2]d;
-        location / {
-            proxy_pass http://bench_upstream;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-}
-`, prefix, listenPort, upstreamPort)
+`, prefix)
 }
 
 // EdgeAgents is what the tunnel cases add to an edge's config; the zero value adds nothing, so

@@ -19,10 +19,19 @@ type ProcStat struct {
 	PPID  int
 	UTime int64 // clock ticks
 	STime int64 // clock ticks
+	// CUTime and CSTime are the children's the process has waited for (sshd's listener counts
+	// each connection's processes here once they exit).
+	CUTime int64 // clock ticks
+	CSTime int64 // clock ticks
 }
 
 // CPU is the process's user plus system time.
 func (s ProcStat) CPU() time.Duration { return TicksToDuration(s.UTime + s.STime) }
+
+// CPUWithChildren is CPU plus that of the children the process has waited for.
+func (s ProcStat) CPUWithChildren() time.Duration {
+	return TicksToDuration(s.UTime + s.STime + s.CUTime + s.CSTime)
+}
 
 // TicksToDuration converts USER_HZ clock ticks.
 func TicksToDuration(ticks int64) time.Duration {
@@ -43,18 +52,18 @@ func ParseProcStat(b []byte) (ProcStat, error) {
 	}
 	// After ')': field 3 (state) is rest[0], so field N is rest[N-3].
 	rest := bytes.Fields(b[closing+1:])
-	const ppidField, utimeField, stimeField = 4, 14, 15
-	if len(rest) < stimeField-2 {
-		return ProcStat{}, fmt.Errorf("proc stat: %d fields after comm, want at least %d", len(rest), stimeField-2)
+	const ppidField, utimeField, stimeField, cutimeField, cstimeField = 4, 14, 15, 16, 17
+	if len(rest) < cstimeField-2 {
+		return ProcStat{}, fmt.Errorf("proc stat: %d fields after comm, want at least %d", len(rest), cstimeField-2)
 	}
-	nums := [3]int64{}
-	for i, field := range []int{ppidField, utimeField, stimeField} {
+	nums := [5]int64{}
+	for i, field := range []int{ppidField, utimeField, stimeField, cutimeField, cstimeField} {
 		nums[i], err = strconv.ParseInt(string(rest[field-3]), 10, 64)
 		if err != nil {
 			return ProcStat{}, fmt.Errorf("proc stat field %d: %w", field, err)
 		}
 	}
-	return ProcStat{PID: pid, PPID: int(nums[0]), UTime: nums[1], STime: nums[2]}, nil
+	return ProcStat{PID: pid, PPID: int(nums[0]), UTime: nums[1], STime: nums[2], CUTime: nums[3], CSTime: nums[4]}, nil
 }
 
 func truncate(b []byte, n int) []byte {

@@ -26,6 +26,11 @@ func TestParseProcStat(t *testing.T) {
 			line: "77 (we (ird) name) R 1 77 77 0 -1 0 0 0 0 0 5 7 0 0 20 0 4 0 1 1 1",
 			want: ProcStat{PID: 77, PPID: 1, UTime: 5, STime: 7},
 		},
+		{
+			name: "waited-for children",
+			line: "5 (sshd) S 1 5 5 0 -1 0 0 0 0 0 2 1 30 40 20 0 1 0",
+			want: ProcStat{PID: 5, PPID: 1, UTime: 2, STime: 1, CUTime: 30, CSTime: 40},
+		},
 		{name: "no comm", line: "77 R 1 2 3", wantErr: true},
 		{name: "too short", line: "77 (x) R 1 77 77 0", wantErr: true},
 		{name: "bad utime", line: "77 (x) R 1 77 77 0 -1 0 0 0 0 0 u 7 0 0", wantErr: true},
@@ -45,9 +50,12 @@ func TestParseProcStat(t *testing.T) {
 }
 
 func TestProcStatCPU(t *testing.T) {
-	got := ProcStat{UTime: 150, STime: 50}.CPU()
-	if want := 2 * time.Second; got != want {
+	st := ProcStat{UTime: 150, STime: 50, CUTime: 80, CSTime: 20}
+	if got, want := st.CPU(), 2*time.Second; got != want {
 		t.Errorf("cpu: got %v, want %v", got, want)
+	}
+	if got, want := st.CPUWithChildren(), 3*time.Second; got != want {
+		t.Errorf("cpu with children: got %v, want %v", got, want)
 	}
 }
 

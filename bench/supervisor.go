@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,7 +84,7 @@ func (s *Supervisor) Start(name string, argv []string, o StartOptions) (*Proc, e
 	if len(o.Env) > 0 {
 		p.cmd.Env = append(os.Environ(), o.Env...)
 	}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	ownGroup(p.cmd)
 	if err := p.cmd.Start(); err != nil {
 		closeFiles()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -122,16 +121,16 @@ func (s *Supervisor) StopAll() {
 	s.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
 		p := procs[i]
-		pgid := -p.PID()
+		pgid := p.PID()
 		if !p.Exited() {
-			_ = syscall.Kill(pgid, syscall.SIGTERM)
+			_ = signalGroup(pgid, syscall.SIGTERM)
 		}
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):
 			s.warnf("%s did not stop in %s, killing it", p.Name, stopGrace)
 		}
-		if err := syscall.Kill(pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
 			s.warnf("kill %s: %v", p.Name, err)
 		}
 		<-p.done
@@ -168,15 +167,27 @@ func (p *Proc) Err() error { return p.err }
 // Failure describes an early exit with the last 2000 bytes of the process's log, for an error
 // message; call it once the process has exited.
 func (p *Proc) Failure() error {
-	b, _ := os.ReadFile(p.Log)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
 	what := "output"
 	if p.Out != "" {
 		what = "stderr"
 	}
-	return fmt.Errorf("%s exited (%v); the end of its %s:\n%s", p.Name, p.err, what, bytes.TrimSpace(b))
+	return fmt.Errorf("%s exited (%v); the end of its %s:\n%s", p.Name, p.err, what, p.Tail(2000))
+}
+
+// Output is what the process has written to its log so far (stderr, and stdout unless
+// StartOptions.Stdout), for a command that waits for a line or reads what a server logged.
+func (p *Proc) Output() string {
+	b, _ := os.ReadFile(p.Log)
+	return string(b)
+}
+
+// Tail is the last n bytes of Output, trimmed, for an error message.
+func (p *Proc) Tail(n int) string {
+	b, _ := os.ReadFile(p.Log)
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(bytes.TrimSpace(b))
 }
 
 // WaitReady calls check every 50 ms until it reports ready, fails, the process exits (its
@@ -212,7 +223,7 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 	if p.Exited() {
 		return nil
 	}
-	if err := syscall.Kill(-p.PID(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signalGroup(p.PID(), sig); err != nil {
 		return fmt.Errorf("signal %s: %w", p.Name, err)
 	}
 	return nil

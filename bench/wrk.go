@@ -5,6 +5,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -138,4 +139,25 @@ func ParseWrkDuration(s string) (time.Duration, error) {
 		return time.Duration(v * float64(u.unit)), nil
 	}
 	return 0, fmt.Errorf("bad wrk duration %q: unknown unit", s)
+}
+
+// RunWrk runs wrk's argv (which must ask for --latency) and reads its output.
+func RunWrk(ctx context.Context, argv []string) (WrkResult, error) {
+	out, err := RunTool(ctx, argv)
+	if err != nil {
+		return WrkResult{}, err
+	}
+	res, err := ParseWrk(out)
+	if err != nil {
+		return res, fmt.Errorf("wrk output: %w\n%s", err, out)
+	}
+	return res, nil
+}
+
+// Clean is an error when any request failed: a rate of errors measures nothing.
+func (r WrkResult) Clean() error {
+	if r.Non2xx3xx > 0 || r.SocketErrors > 0 {
+		return fmt.Errorf("wrk saw %d non-2xx answers and %d socket errors", r.Non2xx3xx, r.SocketErrors)
+	}
+	return nil
 }

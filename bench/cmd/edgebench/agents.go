@@ -66,7 +66,7 @@ func (h *harness) edgeAgents(holder bool) (bench.EdgeAgents, error) {
 	if needsSecondEdge(h.opts.cases) {
 		a.RedisAddr, a.InternalSecretFile = h.redisAddr, h.path(internalKeyFile)
 		var err error
-		if a.InternalPort, err = freePort(); err != nil {
+		if a.InternalPort, err = bench.FreePort(); err != nil {
 			return a, err
 		}
 	}
@@ -75,7 +75,7 @@ func (h *harness) edgeAgents(holder bool) (bench.EdgeAgents, error) {
 
 // startRedis runs a redis-server without persistence for the registry the two edges share.
 func (h *harness) startRedis(ctx context.Context) error {
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"os"
 	"time"
 
 	"gitlab.com/edge/edge/bench"
@@ -135,20 +131,4 @@ func newJSONDoc(o options, pinned bool, res results, rows reportRows, goals []be
 		})
 	}
 	return doc
-}
-
-// writeJSON writes v, indented, to path; ">=" stays ">=" (not \u003e=) so the goals read well in
-// a diff of two runs.
-func writeJSON(path string, v any) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

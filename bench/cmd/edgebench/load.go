@@ -6,11 +6,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"gitlab.com/edge/edge/bench"
@@ -185,20 +183,11 @@ func (h *harness) wrkLoad(ctx context.Context, c benchCase, script string, d tim
 	argv := h.pinned(h.opts.clientCPU, h.tools.wrk,
 		"-t"+strconv.Itoa(min(h.opts.threads, conns)), "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(secs)+"s",
 		"--timeout", "10s", "--latency", "-s", script, h.url(c))
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		return bench.WrkResult{}, ctx.Err()
+	res, err := bench.RunWrk(ctx, argv)
+	if err != nil && ctx.Err() == nil {
+		return res, fmt.Errorf("%s: %w", c.id, err)
 	}
-	if err != nil {
-		return bench.WrkResult{}, fmt.Errorf("wrk %s: %w\n%s", c.id, err, out)
-	}
-	res, err := bench.ParseWrk(string(out))
-	if err != nil {
-		return res, fmt.Errorf("wrk %s: %w\n%s", c.id, err, out)
-	}
-	return res, nil
+	return res, err
 }
 
 // measure runs one load of d with conns connections and the CPU the processes on the path and

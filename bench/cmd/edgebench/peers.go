@@ -20,7 +20,7 @@ func (h *harness) startHAProxy(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("haproxy dir: %w", err)
 	}
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (h *harness) startHAProxy(ctx context.Context) error {
 		return err
 	}
 	h.haproxy, h.haproxyPort = p, port
-	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
+	if err := p.WaitHTTP(ctx, startTimeout, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
 		return fmt.Errorf("haproxy: %w", err)
 	}
 	return nil
@@ -47,7 +47,7 @@ func (h *harness) startCaddy(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("caddy dir: %w", err)
 	}
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (h *harness) startCaddy(ctx context.Context) error {
 		return err
 	}
 	h.caddy, h.caddyPort = p, port
-	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
+	if err := p.WaitHTTP(ctx, startTimeout, fmt.Sprintf("http://127.0.0.1:%d/", port)); err != nil {
 		return fmt.Errorf("caddy: %w", err)
 	}
 	return nil
@@ -101,7 +101,7 @@ func (h *harness) startGoPeer(ctx context.Context, cmd, name, upstream string) (
 	if err != nil {
 		return nil, 0, err
 	}
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -110,7 +110,7 @@ func (h *harness) startGoPeer(ctx context.Context, cmd, name, upstream string) (
 	if err != nil {
 		return nil, 0, err
 	}
-	return p, port, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/", port))
+	return p, port, p.WaitHTTP(ctx, startTimeout, fmt.Sprintf("http://127.0.0.1:%d/", port))
 }
 
 // plainInfo is what the plain proxy said when it started ("listening ..., GOMAXPROCS 1,

@@ -7,7 +7,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 // profile samples the proxy of one case with perf during one more load run, then prints the top
@@ -27,14 +28,13 @@ func (h *harness) profile(ctx context.Context, cases []benchCase, scripts map[st
 	secs := max(1, int(h.opts.duration.Seconds()+0.5))
 	argv := h.pinned(h.opts.clientCPU, h.tools.perf, "record", "-q", "-F", "999", "-g",
 		"-o", h.opts.profileOut, "-p", strconv.Itoa(proxy.PID()), "--", "sleep", strconv.Itoa(secs))
-	perf := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	perf := bench.ToolCommand(ctx, argv)
 	perfLog, err := os.Create(h.dir + "/perf-record.log")
 	if err != nil {
 		return err
 	}
 	defer perfLog.Close()
 	perf.Stdout, perf.Stderr = perfLog, perfLog
-	perf.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := perf.Start(); err != nil {
 		return fmt.Errorf("start perf: %w", err)
 	}

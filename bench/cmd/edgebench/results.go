@@ -20,7 +20,7 @@ func (h *harness) record(res results, rows reportRows) error {
 	h.printGoals(goals)
 	doc := newJSONDoc(h.opts, h.pin, res, rows, goals)
 	if h.opts.jsonOut != "" {
-		if err := writeJSON(h.opts.jsonOut, doc); err != nil {
+		if err := bench.WriteJSON(h.opts.jsonOut, doc); err != nil {
 			return err
 		}
 	}
@@ -100,8 +100,8 @@ func (h *harness) writeResults(printed string, doc jsonDoc) error {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	if err := writeJSON(filepath.Join(dir, "edgebench.json"), doc); err != nil {
+	if err := bench.WriteJSON(filepath.Join(dir, "edgebench.json"), doc); err != nil {
 		return err
 	}
-	return writeJSON(filepath.Join(dir, "goals.json"), doc.Goals)
+	return bench.WriteJSON(filepath.Join(dir, "goals.json"), doc.Goals)
 }

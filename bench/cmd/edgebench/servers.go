@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,21 +67,12 @@ type harness struct {
 
 // pinned prefixes argv with taskset when pinning is on.
 func (h *harness) pinned(cpu int, argv ...string) []string {
-	if !h.pin {
-		return argv
-	}
-	return append([]string{h.tools.taskset, "-c", strconv.Itoa(cpu)}, argv...)
+	return bench.Pinner{Taskset: h.tools.taskset, On: h.pin}.Pin(cpu, argv...)
 }
 
 // goBuild builds a package of the repository into the harness's directory.
 func (h *harness) goBuild(ctx context.Context, pkg, name string) (string, error) {
-	out := filepath.Join(h.dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	cmd.Dir = h.repo
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
-	}
-	return out, nil
+	return bench.GoBuildIn(ctx, h.repo, h.dir, pkg, name)
 }
 
 // startUpstream starts the one upstream process with three listeners on ports it picks, and
@@ -138,7 +127,7 @@ func (h *harness) startNginx(ctx context.Context) error {
 	if err := os.MkdirAll(prefix, 0o755); err != nil {
 		return fmt.Errorf("nginx dir: %w", err)
 	}
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return err
 	}
@@ -153,7 +142,7 @@ func (h *harness) startNginx(ctx context.Context) error {
 	}
 	h.nginx, h.nginxPort = p, port
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	if err := waitHTTP(ctx, p, url); err != nil {
+	if err := p.WaitHTTP(ctx, startTimeout, url); err != nil {
 		return fmt.Errorf("nginx: %w (its error log: %s)", err, filepath.Join(prefix, "error.log"))
 	}
 	return nil
@@ -191,11 +180,11 @@ func (h *harness) startEdge(ctx context.Context, jwtPub string) error {
 
 // startEdgeProc writes name.yaml and starts an edge with it, ready when its /readyz is 200.
 func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents bench.EdgeAgents) (*bench.Proc, int, int, error) {
-	pub, err := freePort()
+	pub, err := bench.FreePort()
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	ops, err := freePort()
+	ops, err := bench.FreePort()
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -208,39 +197,8 @@ func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", ops)); err != nil {
+	if err := p.WaitHTTP(ctx, startTimeout, fmt.Sprintf("http://127.0.0.1:%d/readyz", ops)); err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: %w", name, err)
 	}
 	return p, pub, ops, nil
-}
-
-// freePort asks the kernel for a free loopback port. Another process could take it before the
-// server binds it; the server then fails to start and the harness says so.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitHTTP polls url until it answers 200, the process exits, or startTimeout passes.
-func waitHTTP(ctx context.Context, p *bench.Proc, url string) error {
-	client := &http.Client{Timeout: time.Second}
-	lastErr := fmt.Errorf("no answer")
-	err := p.WaitReady(ctx, startTimeout, func() (bool, error) {
-		resp, err := client.Get(url)
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		resp.Body.Close()
-		lastErr = fmt.Errorf("GET %s: %s", url, resp.Status)
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil && !p.Exited() {
-		return fmt.Errorf("%w (last: %v)", err, lastErr)
-	}
-	return err
 }

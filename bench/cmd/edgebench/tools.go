@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 // tools are the external programs the harness runs.
@@ -18,20 +19,6 @@ type tools struct {
 	caddy      string // empty unless the caddy case runs; built, not installed (findCaddy)
 	taskset    string // empty: no pinning
 	perf       string // empty: no profiling
-}
-
-// findTool looks in PATH and then in the sbin directories a non-login shell's PATH may lack.
-func findTool(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
 }
 
 // wantedTool is a program the harness runs, the Debian package that has it, and where its path
@@ -45,7 +32,7 @@ type wantedTool struct {
 // haproxy), installing them with apt-get when they are missing and the harness runs as root on
 // Debian (as on CI), and finds taskset and perf if they are there.
 func ensureTools(ctx context.Context, noInstall bool, ids []string) (tools, error) {
-	t := tools{taskset: findTool("taskset"), perf: findTool("perf")}
+	t := tools{taskset: bench.FindTool("taskset"), perf: bench.FindTool("perf")}
 	wanted := []wantedTool{{"nginx", "nginx-light", &t.nginx}, {"wrk", "wrk", &t.wrk}}
 	if needsSecondEdge(ids) {
 		wanted = append(wanted, wantedTool{"redis-server", "redis-server", &t.redis})
@@ -55,14 +42,14 @@ func ensureTools(ctx context.Context, noInstall bool, ids []string) (tools, erro
 	}
 	var missing []string
 	for _, w := range wanted {
-		if *w.path = findTool(w.name); *w.path == "" {
+		if *w.path = bench.FindTool(w.name); *w.path == "" {
 			missing = append(missing, w.pkg)
 		}
 	}
 	if len(missing) == 0 {
 		return t, nil
 	}
-	if noInstall || os.Geteuid() != 0 || !fileExists("/etc/debian_version") || findTool("apt-get") == "" {
+	if noInstall || os.Geteuid() != 0 || !fileExists("/etc/debian_version") || bench.FindTool("apt-get") == "" {
 		return t, fmt.Errorf("missing %s: install them (apt-get install -y %s) or run edgebench as root on Debian",
 			strings.Join(missing, ", "), strings.Join(missing, " "))
 	}
@@ -71,7 +58,7 @@ func ensureTools(ctx context.Context, noInstall bool, ids []string) (tools, erro
 		return t, err
 	}
 	for _, w := range wanted {
-		if *w.path = findTool(w.name); *w.path == "" {
+		if *w.path = bench.FindTool(w.name); *w.path == "" {
 			return t, fmt.Errorf("%s still missing after apt-get install %s", w.name, w.pkg)
 		}
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"gitlab.com/edge/edge/bench"
 )
@@ -49,8 +47,7 @@ func (h *harness) transferBatch(ctx context.Context, path, direction string, rou
 		return b, err
 	}
 	argv := h.pinned(h.opts.clientCPU, args...)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := bench.ToolCommand(ctx, argv)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -97,7 +97,7 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Print(report)
 	if o.results != "" {
-		return os.WriteFile(filepath.Join(o.results, "loginflood.md"), []byte(report), 0o644)
+		return bench.WriteResults(o.results, "loginflood", nil, report)
 	}
 	return nil
 }

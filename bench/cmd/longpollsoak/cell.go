@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -15,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 // cellCommand is the hidden subcommand that runs the stand-in cell in a child process of its
@@ -75,43 +75,20 @@ func runCell(args []string) error {
 	defer stop()
 
 	c := newCell()
-	errc := make(chan error, 3)
-	var servers []*http.Server
-	for _, l := range []struct {
-		name, addr string
-		h          http.Handler
-	}{
-		{"legacy", *legacy, c.handler("legacy")},
-		{"cell2", *cell2, c.handler("cell2")},
-		{"control", *control, c.controlHandler()},
-	} {
-		ln, err := net.Listen("tcp", l.addr)
-		if err != nil {
-			return fmt.Errorf("listen %s on %s: %w", l.name, l.addr, err)
-		}
-		// No idle timeout, as a cell behind a pool of keep-alive connections: edge decides
-		// when its idle connections close.
-		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, srv)
-		fmt.Printf("listening %s %s\n", l.name, ln.Addr())
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("serve %s: %w", l.name, err)
-			}
-		}()
+	servers, err := bench.Serve(os.Stdout, []bench.Listener{
+		{Name: "legacy", Addr: *legacy, Handler: c.handler("legacy")},
+		{Name: "cell2", Addr: *cell2, Handler: c.handler("cell2")},
+		{Name: "control", Addr: *control, Handler: c.controlHandler()},
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Println("ready")
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
+	if err := servers.Wait(ctx); err != nil {
 		return err
 	}
 	c.releaseAll()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		_ = srv.Shutdown(shutdownCtx)
-	}
+	servers.Shutdown()
 	return nil
 }
 

@@ -58,7 +58,7 @@ func (s *soak) waitClients(ctx context.Context, procs []*bench.Proc, limit time.
 			timer.Stop()
 			return clientResult{}, ctx.Err()
 		case <-timer.C:
-			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+			_ = p.Signal(syscall.SIGKILL)
 			<-p.Done()
 		}
 		timer.Stop()

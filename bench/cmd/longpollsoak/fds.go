@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Descriptors: edge holds two per long poll (the runner's connection and its own to the cell),
@@ -55,21 +54,6 @@ func (p fdPlan) message() string {
 		return ""
 	}
 	return fmt.Sprintf("machine limit: RLIMIT_NOFILE hard=%d allows %d of the %d long polls through one edge", p.Hard, p.Polls, p.Requested)
-}
-
-// raiseFileLimit lifts the soft RLIMIT_NOFILE to the hard one and returns the hard one. Calling
-// Setrlimit even when they are equal matters: Go raises its own soft limit at start but hands
-// exec'd children the original one unless the program set the limit itself.
-func raiseFileLimit() (uint64, error) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0, fmt.Errorf("getrlimit NOFILE: %w", err)
-	}
-	lim.Cur = lim.Max
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0, fmt.Errorf("setrlimit NOFILE to %d: %w", lim.Max, err)
-	}
-	return lim.Max, nil
 }
 
 // ephemeralPorts is the size of the kernel's local port range. Connections to different

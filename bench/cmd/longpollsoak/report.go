@@ -1,11 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"gitlab.com/edge/edge/bench"
 )
 
 // rssGoalMiB is the goal row's bound on edge's memory while the polls are held.
@@ -119,19 +118,5 @@ func (r result) markdown() string {
 
 // write puts longpoll.json and longpoll.md into dir.
 func (r result) write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("results dir: %w", err)
-	}
-	j, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "longpoll.json"), append(j, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	md := "# Long polls: the soak\n\n" + r.markdown()
-	if err := os.WriteFile(filepath.Join(dir, "longpoll.md"), []byte(md), 0o644); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	return nil
+	return bench.WriteResults(dir, "longpoll", r, "# Long polls: the soak\n\n"+r.markdown())
 }

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -107,36 +106,18 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 2)
-	var servers []*http.Server
-	for _, l := range []struct {
-		name, addr string
-		h          http.Handler
-	}{{"cell", o.listen, c.handler()}, {"control", o.control, c.controlHandler()}} {
-		ln, err := net.Listen("tcp", l.addr)
-		if err != nil {
-			return fmt.Errorf("listen %s on %s: %w", l.name, l.addr, err)
-		}
-		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, srv)
-		fmt.Printf("listening %s %s\n", l.name, ln.Addr())
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("serve %s: %w", l.name, err)
-			}
-		}()
-	}
-	fmt.Printf("restored %d jobs (%d pending)\nready\n", restored, pending)
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
+	servers, err := bench.Serve(os.Stdout, []bench.Listener{
+		{Name: "cell", Addr: o.listen, Handler: c.handler()},
+		{Name: "control", Addr: o.control, Handler: c.controlHandler()},
+	})
+	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		_ = srv.Shutdown(sctx)
+	fmt.Printf("restored %d jobs (%d pending)\nready\n", restored, pending)
+	if err := servers.Wait(ctx); err != nil {
+		return err
 	}
+	servers.Shutdown()
 	return nil
 }
 
@@ -263,70 +244,6 @@ func route(r *http.Request) (string, uint64) {
 	}
 	return "other", 0
 }
-
-// ledgerWriter writes the ledger line of an answer before the answer: a 201 to a job request
-// (held until its body names the job), a 2xx to a job call.
-type ledgerWriter struct {
-	http.ResponseWriter
-	c       *soakCell
-	route   string
-	jobID   uint64
-	req     string
-	arrived time.Time
-	held    int // the status of a 201 waiting for its body
-	ledgerr error
-}
-
-func (w *ledgerWriter) WriteHeader(status int) {
-	switch {
-	case w.route == "jobs/request" && status == http.StatusCreated:
-		w.held = status
-		return
-	case w.jobID != 0 && status >= 200 && status < 300:
-		if j, ok := w.c.cell.Job(w.jobID); ok {
-			w.ledgerr = w.c.write(bench.LedgerEntry{Ev: bench.LedgerUpdated, ID: j.ID, State: j.State, Trace: j.Trace, Req: w.req})
-		}
-	}
-	if w.ledgerr != nil {
-		// An answer the ledger does not have would make a restart forget it: fail instead.
-		w.ResponseWriter.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *ledgerWriter) Write(b []byte) (int, error) {
-	if w.held != 0 {
-		status := w.held
-		w.held = 0
-		var body struct {
-			ID uint64 `json:"id"`
-		}
-		if err := json.Unmarshal(b, &body); err != nil || body.ID == 0 {
-			w.ledgerr = fmt.Errorf("a 201 without a job id: %v", err)
-		} else if j, ok := w.c.cell.Job(body.ID); ok {
-			w.c.mu.Lock()
-			w.c.jobs[j.ID] = true
-			w.c.mu.Unlock()
-			w.ledgerr = w.c.write(bench.LedgerEntry{Ev: bench.LedgerClaimed, ID: j.ID, Token: j.Token, State: j.State, Req: w.req, Incarnation: w.c.incarnation})
-			if w.ledgerr == nil && w.c.cut.take(time.Since(w.arrived)) {
-				return w.cutAndExit(status, j.ID, b)
-			}
-		}
-		if w.ledgerr != nil {
-			w.ResponseWriter.WriteHeader(http.StatusInternalServerError)
-			return 0, w.ledgerr
-		}
-		w.ResponseWriter.WriteHeader(status)
-	}
-	if w.ledgerr != nil {
-		return 0, w.ledgerr
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *ledgerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // stats is GET /stats on the control listener.
 type stats struct {

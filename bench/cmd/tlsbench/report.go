@@ -87,7 +87,7 @@ func report(w io.Writer, o *options, targets []*target, results map[string][]sam
 	fmt.Fprintf(w, "HTTP/1.1: wrk -t1 -c%d --latency (wrk negotiates no ALPN: HTTP/1.1 over TLS, keep-alive). "+
 		"HTTP/2: h2load -t1 -c%d -m%d (%d streams), p50/p99 from its per-request log.\n",
 		o.conns, o.h2Clients, o.h2Streams, o.h2Clients*o.h2Streams)
-	if o.pinned {
+	if o.pin.On {
 		fmt.Fprintf(w, "Servers (upstream, edge, nginx) pinned to CPU %d, wrk and h2load to CPU %d (taskset); edge's GOMAXPROCS follows (1), nginx runs 1 worker.\n",
 			o.serverCPU, o.clientCPU)
 	} else {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,34 +30,8 @@ func serveUpstream(addr string) error {
 	}))
 }
 
-// waitReady polls check every 50 ms for up to 20 s, failing early when p exits.
-func waitReady(ctx context.Context, p *bench.Proc, check func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if p.Exited() {
-			return p.Failure()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %v", p.Name, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// startTimeout is how long a server has to answer its first check.
+const startTimeout = 20 * time.Second
 
 // edgeConfig: one legacy cell (the upstream), the static certificate, warnings only. accessLog
 // false sets log.access: false; true sets log.level: info, because edge writes its access log at
@@ -136,18 +107,7 @@ func nginxConfig(prefix string, port, plainPort, upstream int, c certFiles, vers
         }
     }`, plainPort)
 	}
-	return fmt.Sprintf(`worker_processes 1;
-error_log %[1]s/error.log warn;
-pid %[1]s/nginx.pid;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    upstream bench_upstream {
+	return bench.NginxHead(prefix) + fmt.Sprintf(`    upstream bench_upstream {
         server 127.0.0.1:%[3]d;
         keepalive 64;
         keepalive_requests 1000000;
@@ -224,20 +184,6 @@ func checkPlain(url string) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	case len(b) != upstreamBody:
 		return fmt.Errorf("%s: %d bytes, want %d", url, len(b), upstreamBody)
-	}
-	return nil
-}
-
-// checkHTTP wants 200 from a plain-HTTP url (edge's /readyz, the upstream).
-func checkHTTP(url string) error {
-	resp, err := (&http.Client{Timeout: time.Second}).Get(url)
-	if err != nil {
-		return err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return errors.New(resp.Status)
 	}
 	return nil
 }

@@ -1,7 +1,8 @@
-package main
+package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -10,8 +11,8 @@ import (
 	"time"
 )
 
-// h2loadResult is what tlsbench reads from one h2load run.
-type h2loadResult struct {
+// H2loadResult is what a bench command reads from one h2load run.
+type H2loadResult struct {
 	RequestsPerS float64
 	Succeeded    int64
 	Failed       int64 // failed + errored + timeout
@@ -22,9 +23,9 @@ type h2loadResult struct {
 	MeanRequest  time.Duration // "time for request" mean
 }
 
-// parseH2load reads h2load's output. The req/s line and the requests line must be there.
-func parseH2load(out string) (h2loadResult, error) {
-	var r h2loadResult
+// ParseH2load reads h2load's output. The req/s line and the requests line must be there.
+func ParseH2load(out string) (H2loadResult, error) {
+	var r H2loadResult
 	sawRate, sawRequests := false, false
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -56,7 +57,7 @@ func parseH2load(out string) (h2loadResult, error) {
 			r.Cipher = rest
 		case "requests":
 			// requests: 100 total, 100 started, 100 done, 98 succeeded, 1 failed, 1 errored, 0 timeout
-			counts, err := counts(rest)
+			counts, err := h2loadCounts(rest)
 			if err != nil {
 				return r, fmt.Errorf("h2load %q: %w", line, err)
 			}
@@ -64,7 +65,7 @@ func parseH2load(out string) (h2loadResult, error) {
 			r.Failed = counts["failed"] + counts["errored"] + counts["timeout"]
 			sawRequests = true
 		case "status codes":
-			counts, err := counts(rest)
+			counts, err := h2loadCounts(rest)
 			if err != nil {
 				return r, fmt.Errorf("h2load %q: %w", line, err)
 			}
@@ -86,8 +87,8 @@ func parseH2load(out string) (h2loadResult, error) {
 	return r, nil
 }
 
-// counts reads "100 total, 100 started, 0 failed" as name: count.
-func counts(s string) (map[string]int64, error) {
+// h2loadCounts reads "100 total, 100 started, 0 failed" as name: count.
+func h2loadCounts(s string) (map[string]int64, error) {
 	m := map[string]int64{}
 	for _, part := range strings.Split(s, ",") {
 		f := strings.Fields(part)
@@ -103,10 +104,10 @@ func counts(s string) (map[string]int64, error) {
 	return m, nil
 }
 
-// latencyLog reads h2load's --log-file (start time in us, status, us until the end of the
+// H2loadLatencyLog reads h2load's --log-file (start time in us, status, us until the end of the
 // response; tab-separated) and gives the p50 and p99 of the responses with a status (a failed
 // stream's status is -1).
-func latencyLog(r io.Reader) (p50, p99 time.Duration, n int, err error) {
+func H2loadLatencyLog(r io.Reader) (p50, p99 time.Duration, n int, err error) {
 	var us []int64
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -138,4 +139,17 @@ func latencyLog(r io.Reader) (p50, p99 time.Duration, n int, err error) {
 		return time.Duration(us[i]) * time.Microsecond
 	}
 	return at(0.50), at(0.99), len(us), nil
+}
+
+// RunH2load runs h2load's argv and reads its output.
+func RunH2load(ctx context.Context, argv []string) (H2loadResult, error) {
+	out, err := RunTool(ctx, argv)
+	if err != nil {
+		return H2loadResult{}, err
+	}
+	res, err := ParseH2load(out)
+	if err != nil {
+		return res, fmt.Errorf("%w\n%s", err, out)
+	}
+	return res, nil
 }
