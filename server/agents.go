@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -40,9 +39,7 @@ type agents struct {
 	// verifier checks agent tokens at connect; a reload swaps it, nil refuses every agent.
 	verifier atomic.Pointer[tokens.AgentVerifier]
 	events   chan registryEvent
-	stopRun  context.CancelFunc
 	draining chan struct{}
-	running  sync.WaitGroup
 	log      *slog.Logger
 	guard    *guard.Guard
 }
@@ -151,7 +148,9 @@ func (a *agents) module() module {
 		routes:    a.routes,
 		listeners: []*listener{a.listener},
 		stages: []stage{
-			{name: "registry", phase: phaseParts, start: a.run, stop: func(context.Context) { a.stopRegistry() }},
+			// Before the registry: its stop comes after the registry's loops have ended.
+			{name: "redis", phase: phaseParts, stop: a.closeRedis},
+			{name: "registry", phase: phaseParts, start: a.runRegistry},
 			{name: "tunnels", phase: phaseParts, stop: a.drainTunnels},
 			{name: "registry drain", phase: phaseReady, stop: a.drainRegistry},
 		},

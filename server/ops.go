@@ -42,7 +42,7 @@ func newOps(cfg *config.Config, d deps, p opsParts) module {
 		settings:  []setting{{name: "listen.ops", same: func(a, b *config.Config) bool { return a.Listen.Ops == b.Listen.Ops }}},
 		listeners: []*listener{l},
 		stages: []stage{{name: "ready", phase: phaseReady,
-			start: func() error { h.ready.Store(true); return nil },
+			start: func(context.Context, *goroutines) error { h.ready.Store(true); return nil },
 			stop: func(context.Context) {
 				h.draining.Store(true)
 				d.log.Info("draining", "grace", grace().String())

@@ -33,8 +33,6 @@ type reloader struct {
 	generation prometheus.Gauge
 	reloads    *prometheus.CounterVec
 	hup        chan os.Signal
-	stopRun    context.CancelFunc
-	done       chan struct{}
 	// What the status page shows: guarded by mu.
 	started   time.Time
 	configSum string
@@ -43,7 +41,7 @@ type reloader struct {
 
 func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, reg prometheus.Registerer) (*reloader, error) {
 	r := &reloader{
-		opts: opts, edge: e, log: log, current: cfg, done: make(chan struct{}),
+		opts: opts, edge: e, log: log, current: cfg,
 		started: time.Now(), configSum: fileSum(opts.Path), last: ReloadStatus{Result: "none", Generation: 1},
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_config_generation",
@@ -73,7 +71,7 @@ func (r *reloader) module() module {
 		stages: []stage{
 			// Taken first: SIGHUP's default action would end the process.
 			{name: "reload signal", phase: phaseOps,
-				start: func() error {
+				start: func(context.Context, *goroutines) error {
 					r.hup = make(chan os.Signal, 1)
 					signal.Notify(r.hup, syscall.SIGHUP)
 					r.sum, _ = r.watchedSum(r.current)
@@ -81,17 +79,10 @@ func (r *reloader) module() module {
 				},
 				stop: func(context.Context) { signal.Stop(r.hup) }},
 			{name: "reload", phase: phaseReload,
-				start: func() error {
-					ctx, cancel := context.WithCancel(context.Background())
-					r.stopRun = cancel
-					go func() {
-						defer r.edge.guard.Recover("reload", nil)
-						defer close(r.done)
-						r.run(ctx, 2*time.Second)
-					}()
+				start: func(life context.Context, run *goroutines) error {
+					run.Go("reload", func() { r.run(life, 2*time.Second) })
 					return nil
-				},
-				stop: func(context.Context) { r.stopRun(); <-r.done }}},
+				}}},
 	}
 }
 

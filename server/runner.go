@@ -47,8 +47,6 @@ type runner struct {
 	controllers http.RoundTripper
 	log         *slog.Logger
 	guard       *guard.Guard
-	stop        context.CancelFunc
-	done        chan struct{}
 }
 
 func newRunner(cfg *config.Config, d deps) (*runner, error) {
@@ -75,8 +73,6 @@ func newRunner(cfg *config.Config, d deps) (*runner, error) {
 		},
 		log:   log,
 		guard: d.guard,
-		stop:  func() {},
-		done:  make(chan struct{}),
 	}, nil
 }
 
@@ -99,17 +95,10 @@ func (r *runner) module() module {
 			return nil
 		},
 		stages: []stage{{name: "cell health", phase: phaseParts,
-			start: func() error {
-				ctx, cancel := context.WithCancel(context.Background())
-				r.stop = cancel
-				go func() {
-					defer r.guard.Recover("health_check", nil)
-					defer close(r.done)
-					r.health.Run(ctx)
-				}()
+			start: func(life context.Context, run *goroutines) error {
+				run.Go("health_check", func() { r.health.Run(life) })
 				return nil
-			},
-			stop: func(context.Context) { r.stop(); <-r.done }}},
+			}}},
 	}
 }
 

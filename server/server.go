@@ -164,7 +164,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts Options) error {
 		return err
 	}
 	errc := make(chan error, 16)
-	st := &stages{log: log}
+	st := &stages{log: log, guard: e.guard}
 	if err := st.start(ctx, ordered(e.modules, errc, log, e.guard)); err != nil {
 		return err
 	}
