@@ -9,9 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +30,6 @@ type reloader struct {
 	sum        [32]byte
 	generation prometheus.Gauge
 	reloads    *prometheus.CounterVec
-	hup        chan os.Signal
 	// What the status page shows: guarded by mu.
 	started   time.Time
 	configSum string
@@ -69,17 +66,9 @@ func (r *reloader) module() module {
 	return module{name: "reload",
 		settings: []setting{{name: "shutdown.grace", reload: true, same: func(a, b *config.Config) bool { return a.Shutdown.Grace == b.Shutdown.Grace }}},
 		stages: []stage{
-			// Taken first: SIGHUP's default action would end the process.
-			{name: "reload signal", phase: phaseOps,
-				start: func(context.Context, *goroutines) error {
-					r.hup = make(chan os.Signal, 1)
-					signal.Notify(r.hup, syscall.SIGHUP)
-					r.sum, _ = r.watchedSum(r.current)
-					return nil
-				},
-				stop: func(context.Context) { signal.Stop(r.hup) }},
 			{name: "reload", phase: phaseReload,
 				start: func(life context.Context, run *goroutines) error {
+					r.sum, _ = r.watchedSum(r.current)
 					run.Go("reload", func() { r.run(life, 2*time.Second) })
 					return nil
 				}}},
@@ -111,9 +100,9 @@ func (r *reloader) watchedSum(cfg *config.Config) ([32]byte, error) {
 	return out, nil
 }
 
-// run reloads on SIGHUP, and when a watched file's content changes, whether it was written in
-// place or replaced by a rename (as Kubernetes ConfigMap volumes do): it is read again by path
-// each time.
+// run reloads when asked (Options.Reload: cmd/edge's SIGHUP), and when a watched file's content
+// changes, whether it was written in place or replaced by a rename (as Kubernetes ConfigMap
+// volumes do): it is read again by path each time.
 func (r *reloader) run(ctx context.Context, poll time.Duration) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -121,7 +110,7 @@ func (r *reloader) run(ctx context.Context, poll time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.hup:
+		case <-r.opts.Reload:
 			r.reload("SIGHUP")
 		case <-tick.C:
 			r.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,6 +22,9 @@ type Options struct {
 	AdvertiseInternal string
 	Build             BuildInfo
 	Log               io.Writer // the logs, access lines included
+	// Reload asks for a reload, as a changed file does: cmd/edge sends SIGHUP here. Nil: only
+	// file changes reload.
+	Reload <-chan os.Signal
 }
 
 // Load reads the config file with what the flags set over it, as every reload does.
@@ -149,7 +153,7 @@ func (e *edge) apply(next *table) error {
 	return e.front.Swap(next.routes)
 }
 
-// Serve runs edge until ctx ends (SIGTERM/SIGINT), then drains: /readyz turns 503, registry
+// Serve runs edge until ctx ends (cmd/edge: SIGTERM/SIGINT), then drains: /readyz turns 503, registry
 // entries go, the listeners stop accepting, and requests in flight, long polls included, get up
 // to shutdown.grace to finish. The modules' stages start in order and stop in reverse.
 func Serve(ctx context.Context, cfg *config.Config, opts Options) error {
