@@ -47,6 +47,7 @@ func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 		},
 		listeners: []*listener{l},
 		stages:    []stage{access},
+		status:    statusFunc(func(_ context.Context, s *Status) { s.Refusals = d.front.Refusals() }),
 	}
 }
 

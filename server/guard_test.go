@@ -138,7 +138,7 @@ func TestReloadPanicIsRefused(t *testing.T) {
 	if got := e.reload.config(); got != cfg {
 		t.Error("the running config changed after a crashed reload")
 	}
-	st := e.reload.edgeStatus(time.Now()).LastReload
+	st := e.status(context.Background()).Edge.LastReload
 	if st.Result != "error" || !strings.Contains(st.Error, "crashed") || st.Generation != 1 {
 		t.Errorf("last reload: got %+v, want error (crashed), generation 1", st)
 	}

@@ -25,6 +25,8 @@ type module struct {
 	// the start of it, and stopped together.
 	listeners []*listener
 	stages    []stage
+	// status is what it shows on the status page; nil: nothing.
+	status statusPart
 }
 
 // A setting is one config setting a module owns.

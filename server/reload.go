@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // reloader applies a changed config file: every module builds its routes of the new config, and
@@ -25,6 +26,7 @@ type reloader struct {
 	opts       Options
 	edge       *edge
 	log        *slog.Logger
+	guard      *guard.Guard
 	mu         sync.Mutex // guards current: the drain reads its grace
 	current    *config.Config
 	sum        [32]byte
@@ -36,10 +38,12 @@ type reloader struct {
 	last      ReloadStatus
 }
 
-func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, reg prometheus.Registerer) (*reloader, error) {
+// newReloader makes the reload module of e, whose modules it reloads: it reads them at each
+// reload, not before.
+func newReloader(cfg *config.Config, d deps, e *edge) (*reloader, error) {
 	r := &reloader{
-		opts: opts, edge: e, log: log, current: cfg,
-		started: time.Now(), configSum: fileSum(opts.Path), last: ReloadStatus{Result: "none", Generation: 1},
+		opts: d.opts, edge: e, log: d.log, guard: d.guard, current: cfg,
+		started: time.Now(), configSum: fileSum(d.opts.Path), last: ReloadStatus{Result: "none", Generation: 1},
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_config_generation",
 			Help: "How many configs this process has applied: 1 at start, +1 per successful reload.",
@@ -50,7 +54,7 @@ func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, re
 		}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{r.generation, r.reloads} {
-		if err := reg.Register(c); err != nil {
+		if err := d.reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
@@ -65,6 +69,7 @@ func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, re
 func (r *reloader) module() module {
 	return module{name: "reload",
 		settings: []setting{{name: "shutdown.grace", reload: true, same: func(a, b *config.Config) bool { return a.Shutdown.Grace == b.Shutdown.Grace }}},
+		status:   r,
 		stages: []stage{
 			{name: "reload", phase: phaseReload,
 				start: func(life context.Context, run *goroutines) error {
@@ -131,7 +136,7 @@ func (r *reloader) reload(why string) {
 	log := r.log.With("config", r.opts.Path, "trigger", why)
 	// A reload that panics is refused as a bad file is, and the watch goes on; the digest below
 	// is taken first, so the same file is not tried again until it changes.
-	defer r.edge.guard.Recover("reload", func(bool) { r.refuse(log, errors.New("the reload crashed (a contained panic)")) })
+	defer r.guard.Recover("reload", func(bool) { r.refuse(log, errors.New("the reload crashed (a contained panic)")) })
 	cfg, err := r.opts.Load()
 	// The digest of what was read, whatever came of it: a bad file is not retried until it changes.
 	r.sum, _ = r.watchedSum(cmp.Or(cfg, r.current))
@@ -193,14 +198,16 @@ func (r *reloader) config() *config.Config {
 	return r.current
 }
 
-// edgeStatus is this edge as the status page shows it.
-func (r *reloader) edgeStatus(now time.Time) EdgeStatus {
+// status shows this edge: its build, its config and the last reload (the ops module tells
+// whether it drains).
+func (r *reloader) status(_ context.Context, s *Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.opts.Build
-	return EdgeStatus{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion, Config: r.opts.Path,
-		ConfigSHA256: r.configSum, Started: r.started.UTC(), Uptime: now.Sub(r.started).Round(time.Second).String(),
-		Features: features(r.current), LastReload: r.last}
+	b, e, now := r.opts.Build, &s.Edge, time.Now()
+	e.Version, e.Commit, e.GoVersion = b.Version, b.Commit, b.GoVersion
+	e.Config, e.ConfigSHA256, e.Features = r.opts.Path, r.configSum, features(r.current)
+	e.Started, e.Uptime = r.started.UTC(), now.Sub(r.started).Round(time.Second).String()
+	e.LastReload = r.last
 }
 
 // fileSum is the SHA-256 of a file, hex; "" when it cannot be read.

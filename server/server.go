@@ -53,49 +53,45 @@ type deps struct {
 	guard  *guard.Guard    // every goroutine a module starts runs under it
 }
 
-// edge is the modules of one process and the front door they add their routes to, with the
-// parts the status page reads.
+// edge is the modules of one process and the front door they add their routes to.
 type edge struct {
-	front       *proxy.Front
-	modules     []module
-	reload      *reloader
-	log         *slog.Logger
-	guard       *guard.Guard // the deps' guard, for the listeners and the reload
-	health      *health
-	runner      *runner
-	agents      *agents
-	aggregation *aggregation
-	tls         *publicTLS
+	front   *proxy.Front
+	modules []module
+	reload  *reloader
+	guard   *guard.Guard // the deps' guard, for the listeners and the reload
 }
 
-// build makes every module from cfg, in the order their stages run within a phase, and puts
-// the first route table in force. A new feature is one more line here.
+// build makes every module from cfg, each factory getting the modules it needs, and puts the
+// first route table in force. The modules' order is the order their stages run within a phase.
+// A new feature is one more factory call here and its module in the list.
 func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.Registry) (*edge, error) {
-	e := &edge{log: log}
 	g, err := guard.New(log, reg)
 	if err != nil {
 		return nil, err
 	}
-	d := deps{log: log, reg: reg, opts: opts, guard: g}
-	e.guard = g
 	tracer, tracingModule, err := newTracing(cfg, opts.Build)
 	if err != nil {
 		return nil, err
 	}
-	d.tracer = tracer
-	r, err := newRunner(cfg, d)
+	// The front door's metrics, which the runner proxy counts on too.
+	metrics, err := proxy.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	e.front = proxy.NewFront(log, r.metrics)
+	e := &edge{guard: g, front: proxy.NewFront(log, metrics)}
 	e.front.UseGuard(g)
 	e.front.UseTracer(tracer)
-	d.front = e.front
+	d := deps{log: log, reg: reg, front: e.front, opts: opts, tracer: tracer, guard: g}
+	cells, err := newCellHealth(cfg, d)
+	if err != nil {
+		return nil, err
+	}
 	agents, err := newAgents(cfg, d)
 	if err != nil {
 		return nil, err
 	}
-	r.agents = agents.router
+	adm := newAdmission(d, agents.router)
+	r := newRunner(cfg, d, metrics, cells, adm)
 	ws, err := newWorkspaces(cfg, d, agents)
 	if err != nil {
 		return nil, err
@@ -112,15 +108,14 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
-	if e.reload, err = newReloader(cfg, opts, e, log, reg); err != nil {
+	if e.reload, err = newReloader(cfg, d, e); err != nil {
 		return nil, err
 	}
-	e.health, e.runner, e.agents, e.aggregation, e.tls = &health{}, r, agents, agg, tls
 	e.modules = []module{
 		tracingModule,
 		newFront(cfg, d, tls.config),
-		r.module(), agents.module(), ws.module(), agg.module(), ssh, tls.module(),
-		newOps(cfg, d, opsParts{reg: reg, health: e.health, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status}),
+		cells.module(), adm.module(), r.module(), agents.module(), ws.module(), agg.module(), ssh, tls.module(),
+		newOps(cfg, d, opsParts{reg: reg, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status}),
 		e.reload.module(),
 	}
 	next, err := e.routes(cfg)
