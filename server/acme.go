@@ -159,14 +159,14 @@ func (m *acmeManager) decision(name string) (string, error) {
 		return "managed", nil
 	}
 	if m.wsDomain == "" {
-		return "not_a_workspace", errors.New("on-demand certificates are off")
+		return "not_a_workspace", ErrOnDemandOff
 	}
 	h, ok := workspaceauth.ParseHost(name, m.wsDomain)
 	if !ok {
 		return "not_a_workspace", fmt.Errorf("%s is not a workspace host of %s", name, m.wsDomain)
 	}
 	if !m.limit.take() {
-		return "rate_limited", errors.New("too many new names; try again later")
+		return "rate_limited", ErrTooManyNames
 	}
 	if m.directory != nil {
 		if _, ok := m.directory.Lookup(h.Workspace); !ok {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -59,7 +58,7 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 		Verify: func(ctx context.Context, token string) (tunnel.Identity, error) {
 			v := a.verifier.Load()
 			if v == nil {
-				return tunnel.Identity{}, errors.New("agents.keys is not configured")
+				return tunnel.Identity{}, ErrNoAgentKeys
 			}
 			id, err := v.Verify(ctx, token)
 			return tunnel.Identity{AgentID: id.AgentID, ProjectID: id.ProjectID}, err

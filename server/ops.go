@@ -93,9 +93,9 @@ func opsHandler(p opsParts) http.Handler {
 	})
 }
 
-// NewRegistry holds every metric of one process, edge_build_info and the Go and process
-// collectors first; nothing registers globally.
-func NewRegistry(b BuildInfo) *prometheus.Registry {
+// NewMetricsRegistry is the Prometheus registry of one process: every metric, edge_build_info
+// and the Go and process collectors first; nothing registers globally.
+func NewMetricsRegistry(b BuildInfo) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "edge_build_info",

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"os"
 	"sync"
@@ -136,7 +135,7 @@ func (r *reloader) reload(why string) {
 	log := r.log.With("config", r.opts.Path, "trigger", why)
 	// A reload that panics is refused as a bad file is, and the watch goes on; the digest below
 	// is taken first, so the same file is not tried again until it changes.
-	defer r.guard.Recover("reload", func(bool) { r.refuse(log, errors.New("the reload crashed (a contained panic)")) })
+	defer r.guard.Recover("reload", func(bool) { r.refuse(log, ErrReloadCrashed) })
 	cfg, err := r.opts.Load()
 	// The digest of what was read, whatever came of it: a bad file is not retried until it changes.
 	r.sum, _ = r.watchedSum(cmp.Or(cfg, r.current))

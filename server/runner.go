@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -14,19 +13,6 @@ import (
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"
 )
-
-// LoadConfig reads and validates a config; problems are usage errors (exit 2).
-func LoadConfig(path string) (*config.Config, error) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		var problems config.Problems
-		if errors.As(err, &problems) {
-			return nil, cli.UsageError{Err: fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
-		}
-		return nil, cli.UsageError{Err: err}
-	}
-	return cfg, nil
-}
 
 // runner is runner and job traffic: the cells, the token rules and the routing limits, with the
 // metrics and learned job ids that outlive a reload (what was learned stays learned). The cells'

@@ -27,22 +27,6 @@ type Options struct {
 	Reload <-chan os.Signal
 }
 
-// Load reads the config file with what the flags set over it, as every reload does.
-func (o Options) Load() (*config.Config, error) {
-	cfg, err := LoadConfig(o.Path)
-	if err != nil {
-		return nil, err
-	}
-	o.override(cfg)
-	return cfg, nil
-}
-
-func (o Options) override(cfg *config.Config) {
-	if o.AdvertiseInternal != "" {
-		cfg.Listen.AdvertiseInternal = o.AdvertiseInternal
-	}
-}
-
 // deps are what every module's factory gets.
 type deps struct {
 	log    *slog.Logger
@@ -153,7 +137,7 @@ func (e *edge) apply(next *table) error {
 // to shutdown.grace to finish. The modules' stages start in order and stop in reverse.
 func Serve(ctx context.Context, cfg *config.Config, opts Options) error {
 	log := NewLogger(cfg.Log, opts.Log)
-	reg := NewRegistry(opts.Build)
+	reg := NewMetricsRegistry(opts.Build)
 	e, err := build(cfg, opts, log, reg)
 	if err != nil {
 		return err

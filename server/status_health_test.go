@@ -31,7 +31,7 @@ func TestStatusShowsWhatEjected(t *testing.T) {
 		t.Fatal("no cell with one address in examples/edge.yaml")
 	}
 	cell.ConnectFailed(cell.Addrs[0])
-	h := opsHandler(opsParts{reg: NewRegistry(ReadBuildInfo()), health: &health{}, registryHealthy: func() bool { return true }, status: e.status})
+	h := opsHandler(opsParts{reg: NewMetricsRegistry(ReadBuildInfo()), health: &health{}, registryHealthy: func() bool { return true }, status: e.status})
 	get := func(path string) string {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
