@@ -35,18 +35,17 @@ import (
 // certmagic. The factory reads the settings; certmagic's cache and its goroutines start with the
 // acme stage.
 type acmeManager struct {
-	cfg        *certmagic.Config
-	cache      *certmagic.Cache
-	issuer     *certmagic.ACMEIssuer
-	template   certmagic.ACMEIssuer
-	storage    string
-	stopManage context.CancelFunc
-	domains    []string
-	wsDomain   string
-	directory  workspaceauth.Directory
-	limit      *tokenBucket
-	decisions  *prometheus.CounterVec
-	log        *slog.Logger
+	cfg       *certmagic.Config
+	cache     *certmagic.Cache
+	issuer    *certmagic.ACMEIssuer
+	template  certmagic.ACMEIssuer
+	storage   string
+	domains   []string
+	wsDomain  string
+	directory workspaceauth.Directory
+	limit     *tokenBucket
+	decisions *prometheus.CounterVec
+	log       *slog.Logger
 }
 
 // On-demand certificates: at most onDemandBurst at once, then one per onDemandEvery.
@@ -115,11 +114,11 @@ func newACME(c *config.Config, ws *workspaces, log *slog.Logger, reg prometheus.
 func (m *acmeManager) stages() []stage {
 	return []stage{
 		{name: "acme", phase: phaseParts, start: m.provision, stop: func(context.Context) { m.cache.Stop() }},
-		{name: "acme domains", phase: phaseTraffic, start: m.manage, stop: func(context.Context) { m.stopManage() }},
+		{name: "acme domains", phase: phaseTraffic, start: m.manage},
 	}
 }
 
-func (m *acmeManager) provision() error {
+func (m *acmeManager) provision(context.Context, *goroutines) error {
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return m.cfg, nil },
 		Logger:           zap.NewNop(),
@@ -134,14 +133,13 @@ func (m *acmeManager) provision() error {
 	return nil
 }
 
-// manage gets (or loads) the certificates of the configured domains in the background.
-func (m *acmeManager) manage() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stopManage = cancel
+// manage gets (or loads) the certificates of the configured domains in the background (on
+// certmagic's goroutines), until the stage's lifetime ends.
+func (m *acmeManager) manage(life context.Context, _ *goroutines) error {
 	if len(m.domains) == 0 {
 		return nil
 	}
-	return m.cfg.ManageAsync(ctx, m.domains)
+	return m.cfg.ManageAsync(life, m.domains)
 }
 
 // decide allows a certificate at first handshake for the configured domains and for workspace
@@ -161,14 +159,14 @@ func (m *acmeManager) decision(name string) (string, error) {
 		return "managed", nil
 	}
 	if m.wsDomain == "" {
-		return "not_a_workspace", errors.New("on-demand certificates are off")
+		return "not_a_workspace", ErrOnDemandOff
 	}
 	h, ok := workspaceauth.ParseHost(name, m.wsDomain)
 	if !ok {
 		return "not_a_workspace", fmt.Errorf("%s is not a workspace host of %s", name, m.wsDomain)
 	}
 	if !m.limit.take() {
-		return "rate_limited", errors.New("too many new names; try again later")
+		return "rate_limited", ErrTooManyNames
 	}
 	if m.directory != nil {
 		if _, ok := m.directory.Lookup(h.Workspace); !ok {

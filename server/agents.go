@@ -5,13 +5,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
+	"slices"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,9 +44,7 @@ type agents struct {
 	// verifier checks agent tokens at connect; a reload swaps it, nil refuses every agent.
 	verifier atomic.Pointer[tokens.AgentVerifier]
 	events   chan registryEvent
-	stopRun  context.CancelFunc
 	draining chan struct{}
-	running  sync.WaitGroup
 	log      *slog.Logger
 	guard    *guard.Guard
 }
@@ -62,7 +61,7 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 		Verify: func(ctx context.Context, token string) (tunnel.Identity, error) {
 			v := a.verifier.Load()
 			if v == nil {
-				return tunnel.Identity{}, errors.New("agents.keys is not configured")
+				return tunnel.Identity{}, ErrNoAgentKeys
 			}
 			id, err := v.Verify(ctx, token)
 			return tunnel.Identity{AgentID: id.AgentID, ProjectID: id.ProjectID}, err
@@ -152,9 +151,12 @@ func (a *agents) module() module {
 			{name: "gitlab_api", reload: true, same: func(x, y *config.Config) bool { return config.SameGitLabAPI(x.GitLabAPI, y.GitLabAPI) }},
 		},
 		routes:    a.routes,
+		status:    a,
 		listeners: []*listener{a.listener},
 		stages: []stage{
-			{name: "registry", phase: phaseParts, start: a.run, stop: func(context.Context) { a.stopRegistry() }},
+			// Before the registry: its stop comes after the registry's loops have ended.
+			{name: "redis", phase: phaseParts, stop: a.closeRedis},
+			{name: "registry", phase: phaseParts, start: a.runRegistry},
 			{name: "tunnels", phase: phaseParts, stop: a.drainTunnels},
 			{name: "registry drain", phase: phaseReady, stop: a.drainRegistry},
 		},
@@ -246,3 +248,33 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 // InlineTransport carries the tunnels' plain requests as edge carries its cells' (on the calling
 // goroutine; the rest through the transport it wraps).
 func InlineTransport(t *http.Transport) tunnel.RoundTripCloser { return wire.NewInlineTransport(t) }
+
+// status shows the agents held here and across the fleet, the peer edges seen in the registry,
+// and the internal listener's certificate.
+func (a *agents) status(ctx context.Context, s *Status) {
+	for _, c := range a.tunnels.Conns() {
+		i := c.Info()
+		s.AgentsHere = append(s.AgentsHere, AgentStatus{AgentID: i.AgentID, ConnectionID: i.ConnectionID, Since: i.ConnectedAt.UTC(), Version: i.Version})
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	fleet, err := a.registry.List(ctx, fleetLimit)
+	if err != nil {
+		s.FleetError = err.Error()
+	}
+	peers := map[string]bool{}
+	for _, c := range fleet {
+		s.Fleet = append(s.Fleet, AgentStatus{AgentID: c.AgentID, ConnectionID: c.ConnectionID, Edge: c.Edge, Since: c.ConnectedAt.UTC(), Version: c.Version})
+		if c.Edge != "" && c.Edge != a.self {
+			peers[c.Edge] = true
+		}
+	}
+	slices.SortFunc(s.Fleet, func(a, b AgentStatus) int { return strings.Compare(a.AgentID+a.ConnectionID, b.AgentID+b.ConnectionID) })
+	for p := range peers {
+		s.Peers = append(s.Peers, p)
+	}
+	slices.Sort(s.Peers)
+	if t := a.internalTLS; t != nil {
+		s.Certificates = appendCert(s.Certificates, "internal.tls", &t.Certificates[0], time.Now())
+	}
+}

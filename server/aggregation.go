@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -41,6 +42,7 @@ func (g *aggregation) module() module {
 	return module{name: "aggregation",
 		settings: []setting{{name: "aggregation", same: func(a, b *config.Config) bool { return (a.Aggregation == nil) == (b.Aggregation == nil) }}},
 		routes:   g.routes,
+		status:   g,
 	}
 }
 
@@ -130,4 +132,15 @@ func callerVerifier(auth config.AggregationAuth) (aggregate.VerifyJWT, error) {
 		c, err := v.Verify(token)
 		return aggregate.User{Name: c.Subject, Groups: c.Groups}, err
 	}, nil
+}
+
+// status shows the aggregation's members: their open watches and last answers.
+func (g *aggregation) status(_ context.Context, s *Status) {
+	if g.watches == nil {
+		return
+	}
+	open, last := g.watches.Open(), g.metrics.Last()
+	for _, m := range g.members {
+		s.Aggregation = append(s.Aggregation, MemberStatus{Name: m.Name, Server: m.Server, OpenWatches: open[m.Name], Last: last[m.Name]})
+	}
 }

@@ -19,16 +19,15 @@ func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 	parkOn(l, d.parking)
 	// Access lines are batched (flushed every 100 ms and when the stage stops, after the
 	// listeners): a write per request cost more than the line itself.
-	stopAccess := func() {}
+	out := newLineBuffer(d.opts.Log)
 	access := stage{name: "access log", phase: phaseOps,
-		start: func() error {
-			ctx, cancel := context.WithCancel(context.Background())
-			out := newLineBuffer(ctx, d.opts.Log, 100*time.Millisecond, d.guard)
+		start: func(life context.Context, run *goroutines) error {
 			d.front.UseAccessLog(newAccessLog(cfg.Log, out))
-			stopAccess = func() { cancel(); out.Flush() }
+			run.Go("background", func() { out.flushEvery(life, 100*time.Millisecond) })
 			return nil
 		},
-		stop: func(context.Context) { stopAccess() }}
+		// The last lines go out even when the timed flushes have crashed.
+		stop: func(context.Context) { out.Flush() }}
 	return module{name: "front",
 		settings: []setting{
 			{name: "listen.public", same: func(a, b *config.Config) bool { return a.Listen.Public == b.Listen.Public }},
@@ -47,6 +46,7 @@ func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 		},
 		listeners: []*listener{l},
 		stages:    []stage{access},
+		status:    statusFunc(func(_ context.Context, s *Status) { s.Refusals = d.front.Refusals() }),
 	}
 }
 

@@ -59,7 +59,8 @@ func TestLogFlushPanicContained(t *testing.T) {
 	out.crash.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b := newLineBuffer(ctx, out, 5*time.Millisecond, g)
+	b := newLineBuffer(out)
+	g.Go("background", func() { b.flushEvery(ctx, 5*time.Millisecond) })
 	b.Write([]byte("line 1\n"))
 	poll.Until(t, 5*time.Second, "the timed flush's panic counted", func() bool { return g.Contained("background") >= 1 })
 	if got := g.Contained("background"); got != 1 {
@@ -88,8 +89,8 @@ func TestListenerPanicIsItsFailure(t *testing.T) {
 		shutdown: func(context.Context) { panic("test: shutdown crashed") },
 	}
 	errc := make(chan error, 1)
-	st := serveStage(phaseTraffic, []*listener{l}, errc, slog.New(slog.DiscardHandler), g)
-	if err := st.start(); err != nil {
+	st := &stages{log: slog.New(slog.DiscardHandler), guard: g}
+	if err := st.start(context.Background(), []stage{serveStage(phaseTraffic, []*listener{l}, errc, slog.New(slog.DiscardHandler), g)}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -137,7 +138,7 @@ func TestReloadPanicIsRefused(t *testing.T) {
 	if got := e.reload.config(); got != cfg {
 		t.Error("the running config changed after a crashed reload")
 	}
-	st := e.reload.edgeStatus(time.Now()).LastReload
+	st := e.status(context.Background()).Edge.LastReload
 	if st.Result != "error" || !strings.Contains(st.Error, "crashed") || st.Generation != 1 {
 		t.Errorf("last reload: got %+v, want error (crashed), generation 1", st)
 	}

@@ -51,7 +51,8 @@ func listen(addr string, max int) (net.Listener, error) {
 }
 
 // serveStage serves the listeners of one phase; its stop shuts them down together, so that none
-// takes new connections while another waits for its requests in flight. A listener whose serving
+// takes new connections while another waits for its requests in flight, and the stage ends once
+// every serve has returned. A listener whose serving
 // panics has stopped serving: that is reported as its failure (edge drains and exits, as when a
 // listener fails), not left as a port nobody answers.
 func serveStage(p phase, lns []*listener, errc chan<- error, log *slog.Logger, g *guard.Guard) stage {
@@ -60,7 +61,7 @@ func serveStage(p phase, lns []*listener, errc chan<- error, log *slog.Logger, g
 		name = "ops listener"
 	}
 	return stage{name: name, phase: p,
-		start: func() error {
+		start: func(_ context.Context, run *goroutines) error {
 			for _, l := range lns {
 				var cfg *tls.Config
 				if l.tls != nil {
@@ -71,10 +72,10 @@ func serveStage(p phase, lns []*listener, errc chan<- error, log *slog.Logger, g
 					ln = tls.NewListener(ln, cfg)
 				}
 				log.Info("listening", "listener", shortName(l.setting), "addr", l.ln.Addr().String())
-				go func() {
+				run.wg.Go(func() {
 					defer g.Recover("listener", func(bool) { errc <- fmt.Errorf("%s: serving crashed (a contained panic)", l.setting) })
 					errc <- l.serve(ln, cfg)
-				}()
+				})
 			}
 			return nil
 		},

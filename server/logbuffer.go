@@ -6,36 +6,34 @@ import (
 	"io"
 	"sync"
 	"time"
-
-	"gitlab.com/edge/edge/internal/guard"
 )
 
 // lineBuffer batches whole log lines into few writes: the access log writes one line per request,
 // and a write system call per line cost more than formatting it. Lines reach the output within
-// every (and all of them on Close). A panic flushing ends the flushes on the clock (the guard's
-// "background"); lines still go out when the buffer fills and on Flush.
+// every of flushEvery (and all of them on Flush). A panic flushing ends the flushes on the clock
+// (the guard's "background"); lines still go out when the buffer fills and on Flush.
 type lineBuffer struct {
 	mu sync.Mutex
 	w  *bufio.Writer
 }
 
-func newLineBuffer(ctx context.Context, out io.Writer, every time.Duration, g *guard.Guard) *lineBuffer {
-	b := &lineBuffer{w: bufio.NewWriterSize(out, 64<<10)}
-	go func() {
-		defer g.Recover("background", nil)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				b.Flush()
-				return
-			case <-t.C:
-				b.Flush()
-			}
+func newLineBuffer(out io.Writer) *lineBuffer {
+	return &lineBuffer{w: bufio.NewWriterSize(out, 64<<10)}
+}
+
+// flushEvery flushes every so often until ctx ends, and once more then.
+func (b *lineBuffer) flushEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			b.Flush()
+			return
+		case <-t.C:
+			b.Flush()
 		}
-	}()
-	return b
+	}
 }
 
 // Write takes one whole line (the access log and a slog handler write each line in one call).

@@ -25,6 +25,8 @@ type module struct {
 	// the start of it, and stopped together.
 	listeners []*listener
 	stages    []stage
+	// status is what it shows on the status page; nil: nothing.
+	status statusPart
 }
 
 // A setting is one config setting a module owns.
@@ -74,8 +76,12 @@ const (
 type stage struct {
 	name  string
 	phase phase
-	start func() error // nil: nothing to start
-	stop  func(ctx context.Context)
+	// start starts it (nil: nothing to start). life is its lifetime: it ends when the stage
+	// stops. What it runs in the background it starts on run, and its stop awaits that.
+	start func(life context.Context, run *goroutines) error
+	// stop stops it (nil: nothing to stop), after its lifetime ended and before its goroutines
+	// are awaited; ctx ends with the drain's grace.
+	stop func(ctx context.Context)
 }
 
 // A listener is one address a module serves.

@@ -24,7 +24,7 @@ type health struct {
 // opsParts are what the ops listener reports on.
 type opsParts struct {
 	reg             *prometheus.Registry
-	health          *health
+	health          *health // newOps makes it
 	registryHealthy func() bool
 	grace           func() time.Duration // shutdown.grace of the config in force, for the log
 	status          func(context.Context) Status
@@ -33,7 +33,8 @@ type opsParts struct {
 // newOps is operations: the ops listener (metrics, liveness, readiness, the status page) and
 // readiness itself, whose stop begins the drain.
 func newOps(cfg *config.Config, d deps, p opsParts) module {
-	h, grace := p.health, p.grace
+	h, grace := &health{}, p.grace
+	p.health = h
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second}
 	l := httpListener("listen.ops", cfg.Listen.Ops, phaseOps, d.guard.Handler("ops", opsHandler(p)), srv, d.log)
 	// Last down, when the drain is over: nothing left to wait for.
@@ -42,11 +43,12 @@ func newOps(cfg *config.Config, d deps, p opsParts) module {
 		settings:  []setting{{name: "listen.ops", same: func(a, b *config.Config) bool { return a.Listen.Ops == b.Listen.Ops }}},
 		listeners: []*listener{l},
 		stages: []stage{{name: "ready", phase: phaseReady,
-			start: func() error { h.ready.Store(true); return nil },
+			start: func(context.Context, *goroutines) error { h.ready.Store(true); return nil },
 			stop: func(context.Context) {
 				h.draining.Store(true)
 				d.log.Info("draining", "grace", grace().String())
 			}}},
+		status: statusFunc(func(_ context.Context, s *Status) { s.Edge.Draining = h.draining.Load() }),
 	}
 }
 
@@ -91,9 +93,9 @@ func opsHandler(p opsParts) http.Handler {
 	})
 }
 
-// NewRegistry holds every metric of one process, edge_build_info and the Go and process
-// collectors first; nothing registers globally.
-func NewRegistry(b BuildInfo) *prometheus.Registry {
+// NewMetricsRegistry is the Prometheus registry of one process: every metric, edge_build_info
+// and the Go and process collectors first; nothing registers globally.
+func NewMetricsRegistry(b BuildInfo) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "edge_build_info",

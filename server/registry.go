@@ -58,25 +58,21 @@ func connInfo(c *tunnel.Conn) discovery.ConnInfo {
 	}
 }
 
-// run keeps the registry in step with the tunnels, in connect order, off the request path,
-// until stopRegistry.
-func (a *agents) run() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	a.stopRun = cancel
-	a.running.Go(func() {
-		defer a.guard.Recover("registry", nil)
-		if err := a.registry.Run(ctx); err != nil {
+// runRegistry keeps the registry in step with the tunnels, in connect order, off the request
+// path, until the stage's lifetime ends.
+func (a *agents) runRegistry(life context.Context, run *goroutines) error {
+	run.Go("registry", func() {
+		if err := a.registry.Run(life); err != nil {
 			a.log.Error("registry stopped", "error", err)
 		}
 	})
-	a.running.Go(func() {
-		defer a.guard.Recover("registry", nil)
+	run.Go("registry", func() {
 		for {
 			select {
-			case <-ctx.Done():
+			case <-life.Done():
 				return
 			case ev := <-a.events:
-				a.record(ctx, ev)
+				a.record(life, ev)
 			}
 		}
 	})
@@ -109,12 +105,8 @@ func (a *agents) drainRegistry(ctx context.Context) {
 	}
 }
 
-// stopRegistry stops the registry's loops and then closes its Redis client.
-func (a *agents) stopRegistry() {
-	if a.stopRun != nil {
-		a.stopRun()
-	}
-	a.running.Wait()
+// closeRedis closes the registry's Redis client, once the registry's loops have ended.
+func (a *agents) closeRedis(context.Context) {
 	if a.redis != nil {
 		a.redis.Close()
 	}

@@ -6,17 +6,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/config"
+	"gitlab.com/edge/edge/internal/guard"
 )
 
 // reloader applies a changed config file: every module builds its routes of the new config, and
@@ -27,24 +25,24 @@ type reloader struct {
 	opts       Options
 	edge       *edge
 	log        *slog.Logger
+	guard      *guard.Guard
 	mu         sync.Mutex // guards current: the drain reads its grace
 	current    *config.Config
 	sum        [32]byte
 	generation prometheus.Gauge
 	reloads    *prometheus.CounterVec
-	hup        chan os.Signal
-	stopRun    context.CancelFunc
-	done       chan struct{}
 	// What the status page shows: guarded by mu.
 	started   time.Time
 	configSum string
 	last      ReloadStatus
 }
 
-func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, reg prometheus.Registerer) (*reloader, error) {
+// newReloader makes the reload module of e, whose modules it reloads: it reads them at each
+// reload, not before.
+func newReloader(cfg *config.Config, d deps, e *edge) (*reloader, error) {
 	r := &reloader{
-		opts: opts, edge: e, log: log, current: cfg, done: make(chan struct{}),
-		started: time.Now(), configSum: fileSum(opts.Path), last: ReloadStatus{Result: "none", Generation: 1},
+		opts: d.opts, edge: e, log: d.log, guard: d.guard, current: cfg,
+		started: time.Now(), configSum: fileSum(d.opts.Path), last: ReloadStatus{Result: "none", Generation: 1},
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_config_generation",
 			Help: "How many configs this process has applied: 1 at start, +1 per successful reload.",
@@ -55,7 +53,7 @@ func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, re
 		}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{r.generation, r.reloads} {
-		if err := reg.Register(c); err != nil {
+		if err := d.reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
@@ -70,28 +68,14 @@ func newReloader(cfg *config.Config, opts Options, e *edge, log *slog.Logger, re
 func (r *reloader) module() module {
 	return module{name: "reload",
 		settings: []setting{{name: "shutdown.grace", reload: true, same: func(a, b *config.Config) bool { return a.Shutdown.Grace == b.Shutdown.Grace }}},
+		status:   r,
 		stages: []stage{
-			// Taken first: SIGHUP's default action would end the process.
-			{name: "reload signal", phase: phaseOps,
-				start: func() error {
-					r.hup = make(chan os.Signal, 1)
-					signal.Notify(r.hup, syscall.SIGHUP)
-					r.sum, _ = r.watchedSum(r.current)
-					return nil
-				},
-				stop: func(context.Context) { signal.Stop(r.hup) }},
 			{name: "reload", phase: phaseReload,
-				start: func() error {
-					ctx, cancel := context.WithCancel(context.Background())
-					r.stopRun = cancel
-					go func() {
-						defer r.edge.guard.Recover("reload", nil)
-						defer close(r.done)
-						r.run(ctx, 2*time.Second)
-					}()
+				start: func(life context.Context, run *goroutines) error {
+					r.sum, _ = r.watchedSum(r.current)
+					run.Go("reload", func() { r.run(life, 2*time.Second) })
 					return nil
-				},
-				stop: func(context.Context) { r.stopRun(); <-r.done }}},
+				}}},
 	}
 }
 
@@ -120,9 +104,9 @@ func (r *reloader) watchedSum(cfg *config.Config) ([32]byte, error) {
 	return out, nil
 }
 
-// run reloads on SIGHUP, and when a watched file's content changes, whether it was written in
-// place or replaced by a rename (as Kubernetes ConfigMap volumes do): it is read again by path
-// each time.
+// run reloads when asked (Options.Reload: cmd/edge's SIGHUP), and when a watched file's content
+// changes, whether it was written in place or replaced by a rename (as Kubernetes ConfigMap
+// volumes do): it is read again by path each time.
 func (r *reloader) run(ctx context.Context, poll time.Duration) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -130,7 +114,7 @@ func (r *reloader) run(ctx context.Context, poll time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.hup:
+		case <-r.opts.Reload:
 			r.reload("SIGHUP")
 		case <-tick.C:
 			r.mu.Lock()
@@ -151,7 +135,7 @@ func (r *reloader) reload(why string) {
 	log := r.log.With("config", r.opts.Path, "trigger", why)
 	// A reload that panics is refused as a bad file is, and the watch goes on; the digest below
 	// is taken first, so the same file is not tried again until it changes.
-	defer r.edge.guard.Recover("reload", func(bool) { r.refuse(log, errors.New("the reload crashed (a contained panic)")) })
+	defer r.guard.Recover("reload", func(bool) { r.refuse(log, ErrReloadCrashed) })
 	cfg, err := r.opts.Load()
 	// The digest of what was read, whatever came of it: a bad file is not retried until it changes.
 	r.sum, _ = r.watchedSum(cmp.Or(cfg, r.current))
@@ -213,14 +197,16 @@ func (r *reloader) config() *config.Config {
 	return r.current
 }
 
-// edgeStatus is this edge as the status page shows it.
-func (r *reloader) edgeStatus(now time.Time) EdgeStatus {
+// status shows this edge: its build, its config and the last reload (the ops module tells
+// whether it drains).
+func (r *reloader) status(_ context.Context, s *Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.opts.Build
-	return EdgeStatus{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion, Config: r.opts.Path,
-		ConfigSHA256: r.configSum, Started: r.started.UTC(), Uptime: now.Sub(r.started).Round(time.Second).String(),
-		Features: features(r.current), LastReload: r.last}
+	b, e, now := r.opts.Build, &s.Edge, time.Now()
+	e.Version, e.Commit, e.GoVersion = b.Version, b.Commit, b.GoVersion
+	e.Config, e.ConfigSHA256, e.Features = r.opts.Path, r.configSum, features(r.current)
+	e.Started, e.Uptime = r.started.UTC(), now.Sub(r.started).Round(time.Second).String()
+	e.LastReload = r.last
 }
 
 // fileSum is the SHA-256 of a file, hex; "" when it cannot be read.

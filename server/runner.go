@@ -1,17 +1,10 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
-	"time"
 
-	"gitlab.com/edge/edge/admission"
-	"gitlab.com/edge/edge/agentrouter"
 	"gitlab.com/edge/edge/cellrouter"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/discovery"
@@ -22,66 +15,32 @@ import (
 	"gitlab.com/edge/edge/wire"
 )
 
-// LoadConfig reads and validates a config; problems are usage errors (exit 2).
-func LoadConfig(path string) (*config.Config, error) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		var problems config.Problems
-		if errors.As(err, &problems) {
-			return nil, cli.UsageError{Err: fmt.Errorf("%d problem(s) in %s:\n%w", len(problems), path, problems)}
-		}
-		return nil, cli.UsageError{Err: err}
-	}
-	return cfg, nil
-}
-
 // runner is runner and job traffic: the cells, the token rules and the routing limits, with the
-// metrics and learned job ids that outlive a reload (what was learned stays learned).
+// metrics and learned job ids that outlive a reload (what was learned stays learned). The cells'
+// health and the admission of jobs are modules of their own, which its proxy uses.
 type runner struct {
-	metrics *cellrouter.Metrics
-	learned *discovery.LearnedJobs
-	// health outlives reloads too: a cell whose addresses and check stay keeps its health.
-	health *discovery.Health
-	tracer *tracing.Tracer
-	// agents reach admission controllers that live behind an agent; controllers reaches
-	// those with a URL. Both outlive reloads.
-	agents      *agentrouter.AgentRouter
-	controllers http.RoundTripper
-	log         *slog.Logger
-	guard       *guard.Guard
-	parking     *wire.Parking
-	stop        context.CancelFunc
-	done        chan struct{}
+	metrics   *cellrouter.Metrics
+	learned   *discovery.LearnedJobs
+	cells     *cellHealth
+	admission *jobAdmission
+	tracer    *tracing.Tracer
+	log       *slog.Logger
+	guard     *guard.Guard
+	parking   *wire.Parking
 }
 
-func newRunner(cfg *config.Config, d deps) (*runner, error) {
-	log, reg := d.log, d.reg
-	m, err := cellrouter.NewMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
-	h, err := discovery.NewHealth(discovery.HealthOptions{Registerer: reg, Log: log.With("component", "cell health"), Guard: d.guard})
-	if err != nil {
-		return nil, err
-	}
+// newRunner makes the runner module; metrics are the front door's, which its proxy counts on.
+func newRunner(cfg *config.Config, d deps, metrics *cellrouter.Metrics, cells *cellHealth, admission *jobAdmission) *runner {
 	return &runner{
-		metrics: m,
-		learned: discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
-		health:  h,
-		tracer:  d.tracer,
-		controllers: &http.Transport{
-			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConnsPerHost:   64,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: 30 * time.Second,
-		},
-		log:     log,
-		guard:   d.guard,
-		parking: d.parking,
-		stop:    func() {},
-		done:    make(chan struct{}),
-	}, nil
+		metrics:   metrics,
+		learned:   discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
+		cells:     cells,
+		admission: admission,
+		tracer:    d.tracer,
+		log:       d.log,
+		guard:     d.guard,
+		parking:   d.parking,
+	}
 }
 
 func (r *runner) module() module {
@@ -90,8 +49,6 @@ func (r *runner) module() module {
 			{name: "cells", reload: true, same: func(a, b *config.Config) bool { return config.SameCells(a.Cells, b.Cells) }},
 			{name: "routing", reload: true, same: func(a, b *config.Config) bool { return config.SameRouting(a.Routing, b.Routing) }},
 			{name: "tokens", reload: true, same: func(a, b *config.Config) bool { return config.SameTokens(a.Tokens, b.Tokens) }},
-			{name: "health", reload: true, same: config.SameHealth},
-			{name: "runners", reload: true, same: func(a, b *config.Config) bool { return config.SameRunners(a.Runners, b.Runners) }},
 		},
 		routes: func(cfg *config.Config, next *table) error {
 			p, err := r.proxy(cfg)
@@ -100,21 +57,9 @@ func (r *runner) module() module {
 			}
 			next.routes.Add(p.Routes()...)
 			next.routes.Retire = p.CloseIdleConnections
-			next.onApply(func() { r.health.Use(p.CellHealth()) })
+			next.onApply(func() { r.cells.use(p.CellHealth()) })
 			return nil
 		},
-		stages: []stage{{name: "cell health", phase: phaseParts,
-			start: func() error {
-				ctx, cancel := context.WithCancel(context.Background())
-				r.stop = cancel
-				go func() {
-					defer r.guard.Recover("health_check", nil)
-					defer close(r.done)
-					r.health.Run(ctx)
-				}()
-				return nil
-			},
-			stop: func(context.Context) { r.stop(); <-r.done }}},
 	}
 }
 
@@ -133,16 +78,14 @@ func (r *runner) proxy(cfg *config.Config) (*cellrouter.Router, error) {
 		UpstreamTimeout: cfg.Routing.UpstreamTimeout.Duration,
 		DialTimeout:     cfg.Routing.DialTimeout.Duration,
 		Learned:         r.learned,
-		Health:          r.health,
+		Health:          r.cells.health,
 		Tracer:          r.tracer,
 		Log:             r.log,
 		Metrics:         r.metrics,
 		Parking:         r.parking,
 	}
-	if a := cfg.Runners.Admission; a != nil {
-		if opts.Admission, err = r.admission(a); err != nil {
-			return nil, cli.UsageError{Err: err}
-		}
+	if opts.Admission, err = r.admission.of(cfg); err != nil {
+		return nil, cli.UsageError{Err: err}
 	}
 	switch j := cfg.Tokens.JobJWT; {
 	case !j.Enabled:
@@ -231,29 +174,4 @@ func verificationKeys(path string, refs []config.KeyRef) ([]tokens.Key, error) {
 		keys = append(keys, key)
 	}
 	return keys, nil
-}
-
-// admission builds runners.admission: each controller reached by its URL or through its agent,
-// its calls signed when it has a secret.
-func (r *runner) admission(a *config.Admission) (*cellrouter.Admission, error) {
-	out := &cellrouter.Admission{DryRun: a.Mode == config.AdmissionDryRun}
-	for i, c := range a.Controllers {
-		ctl := &admission.Controller{Name: c.Name, URL: c.URL, Transport: r.controllers, Timeout: c.Timeout.Duration,
-			AdmitOnError: c.OnError == config.OnErrorAdmit, Cells: c.Cells, Guard: r.guard}
-		if g := c.Agent; g != nil {
-			if r.agents == nil {
-				return nil, fmt.Errorf("runners.admission.controllers[%d].agent: this edge has no agent router", i)
-			}
-			ctl.URL, ctl.Transport = "http://admission.agent"+g.Path, r.agents.Transport(g.ID, g.Port)
-		}
-		if len(c.Secret) > 0 {
-			sign, err := admission.HS256(c.Secret)
-			if err != nil {
-				return nil, fmt.Errorf("runners.admission.controllers[%d].secret_file: %w", i, err)
-			}
-			ctl.Sign = sign
-		}
-		out.Controllers = append(out.Controllers, ctl)
-	}
-	return out, nil
 }

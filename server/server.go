@@ -5,9 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"gitlab.com/edge/edge/cellrouter"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/internal/guard"
@@ -22,22 +24,9 @@ type Options struct {
 	AdvertiseInternal string
 	Build             BuildInfo
 	Log               io.Writer // the logs, access lines included
-}
-
-// Load reads the config file with what the flags set over it, as every reload does.
-func (o Options) Load() (*config.Config, error) {
-	cfg, err := LoadConfig(o.Path)
-	if err != nil {
-		return nil, err
-	}
-	o.override(cfg)
-	return cfg, nil
-}
-
-func (o Options) override(cfg *config.Config) {
-	if o.AdvertiseInternal != "" {
-		cfg.Listen.AdvertiseInternal = o.AdvertiseInternal
-	}
+	// Reload asks for a reload, as a changed file does: cmd/edge sends SIGHUP here. Nil: only
+	// file changes reload.
+	Reload <-chan os.Signal
 }
 
 // deps are what every module's factory gets.
@@ -52,47 +41,43 @@ type deps struct {
 	guard   *guard.Guard    // every goroutine a module starts runs under it
 }
 
-// edge is the modules of one process and the front door they add their routes to, with the
-// parts the status page reads.
+// edge is the modules of one process and the front door they add their routes to.
 type edge struct {
-	front       *front.Front
-	modules     []module
-	reload      *reloader
-	log         *slog.Logger
-	guard       *guard.Guard // the deps' guard, for the listeners and the reload
-	health      *health
-	runner      *runner
-	agents      *agents
-	aggregation *aggregation
-	tls         *publicTLS
+	front   *front.Front
+	modules []module
+	reload  *reloader
+	guard   *guard.Guard // the deps' guard, for the listeners and the reload
 }
 
-// build makes every module from cfg, in the order their stages run within a phase, and puts
-// the first route table in force. A new feature is one more line here.
+// build makes every module from cfg, each factory getting the modules it needs, and puts the
+// first route table in force. The modules' order is the order their stages run within a phase.
+// A new feature is one more factory call here and its module in the list.
 func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.Registry) (*edge, error) {
-	e := &edge{log: log}
 	g, err := guard.New(log, reg)
 	if err != nil {
 		return nil, err
 	}
-	d := deps{log: log, reg: reg, opts: opts, guard: g, parking: wire.NewParking(g)}
-	e.guard = g
 	tracer, tracingModule, err := newTracing(cfg, opts.Build)
 	if err != nil {
 		return nil, err
 	}
-	d.tracer = tracer
-	r, err := newRunner(cfg, d)
+	// The cell router's metrics, whose edge_requests_total the front door counts on too.
+	metrics, err := cellrouter.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	e.front = front.New(front.Options{Log: log, Requests: r.metrics.Requests, Tracer: tracer, Guard: g})
-	d.front = e.front
+	e := &edge{guard: g, front: front.New(front.Options{Log: log, Requests: metrics.Requests, Tracer: tracer, Guard: g})}
+	d := deps{log: log, reg: reg, front: e.front, parking: wire.NewParking(g), opts: opts, tracer: tracer, guard: g}
+	cells, err := newCellHealth(cfg, d)
+	if err != nil {
+		return nil, err
+	}
 	agents, err := newAgents(cfg, d)
 	if err != nil {
 		return nil, err
 	}
-	r.agents = agents.router
+	adm := newAdmission(d, agents.router)
+	r := newRunner(cfg, d, metrics, cells, adm)
 	ws, err := newWorkspaces(cfg, d, agents)
 	if err != nil {
 		return nil, err
@@ -109,15 +94,14 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
-	if e.reload, err = newReloader(cfg, opts, e, log, reg); err != nil {
+	if e.reload, err = newReloader(cfg, d, e); err != nil {
 		return nil, err
 	}
-	e.health, e.runner, e.agents, e.aggregation, e.tls = &health{}, r, agents, agg, tls
 	e.modules = []module{
 		tracingModule,
 		newFront(cfg, d, tls.config),
-		r.module(), agents.module(), ws.module(), agg.module(), ssh, tls.module(),
-		newOps(cfg, d, opsParts{reg: reg, health: e.health, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status}),
+		cells.module(), adm.module(), r.module(), agents.module(), ws.module(), agg.module(), ssh, tls.module(),
+		newOps(cfg, d, opsParts{reg: reg, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status}),
 		e.reload.module(),
 	}
 	next, err := e.routes(cfg)
@@ -150,12 +134,12 @@ func (e *edge) apply(next *table) error {
 	return e.front.Swap(next.routes)
 }
 
-// Serve runs edge until ctx ends (SIGTERM/SIGINT), then drains: /readyz turns 503, registry
+// Serve runs edge until ctx ends (cmd/edge: SIGTERM/SIGINT), then drains: /readyz turns 503, registry
 // entries go, the listeners stop accepting, and requests in flight, long polls included, get up
 // to shutdown.grace to finish. The modules' stages start in order and stop in reverse.
 func Serve(ctx context.Context, cfg *config.Config, opts Options) error {
 	log := NewLogger(cfg.Log, opts.Log)
-	reg := NewRegistry(opts.Build)
+	reg := NewMetricsRegistry(opts.Build)
 	e, err := build(cfg, opts, log, reg)
 	if err != nil {
 		return err
@@ -165,7 +149,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts Options) error {
 		return err
 	}
 	errc := make(chan error, 16)
-	st := &stages{log: log}
+	st := &stages{log: log, guard: e.guard}
 	if err := st.start(ctx, ordered(e.modules, errc, log, e.guard)); err != nil {
 		return err
 	}

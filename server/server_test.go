@@ -31,7 +31,7 @@ func TestStageOrder(t *testing.T) {
 	for _, s := range ordered(e.modules, nil, slog.New(slog.DiscardHandler), nil) {
 		names = append(names, s.name)
 	}
-	want := []string{"ops listener", "access log", "reload signal", "cell health", "registry", "tunnels", "workspace authorizer",
+	want := []string{"ops listener", "access log", "cell health", "redis", "registry", "tunnels", "workspace authorizer",
 		"listeners", "registry drain", "ready", "reload"}
 	if !slices.Equal(names, want) {
 		t.Errorf("stages:\n got %s\nwant %s", strings.Join(names, ", "), strings.Join(want, ", "))

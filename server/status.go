@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"slices"
-	"strings"
 	"time"
 
 	"gitlab.com/edge/edge/aggregate"
@@ -85,101 +83,47 @@ type CertStatus struct {
 	ExpiresIn string    `json:"expires_in"`
 }
 
-// fleetLimit bounds how many agents the fleet view lists.
-const fleetLimit = 1000
+// A statusPart is what a module shows on the status page (/status and /status.json): it fills
+// in its part of s. The modules' parts are asked in module order.
+type statusPart interface {
+	status(ctx context.Context, s *Status)
+}
 
-// status gathers the status of this edge now.
+// statusFunc is a function as a statusPart, for a module that is no type of its own.
+type statusFunc func(ctx context.Context, s *Status)
+
+func (f statusFunc) status(ctx context.Context, s *Status) { f(ctx, s) }
+
+// status gathers the status of this edge now, from every module that shows something.
 func (e *edge) status(ctx context.Context) Status {
-	now := time.Now()
-	s := Status{Edge: e.reload.edgeStatus(now), Refusals: e.front.Refusals()}
-	s.Edge.Draining = e.health.draining.Load()
-	legacy := map[uint64]bool{}
-	for _, c := range e.reload.config().Cells {
-		legacy[c.ID] = c.Legacy
-	}
-	s.Cells = e.runner.cellStatus(legacy)
-	for _, c := range e.agents.tunnels.Conns() {
-		i := c.Info()
-		s.AgentsHere = append(s.AgentsHere, AgentStatus{AgentID: i.AgentID, ConnectionID: i.ConnectionID, Since: i.ConnectedAt.UTC(), Version: i.Version})
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	fleet, err := e.agents.registry.List(ctx, fleetLimit)
-	if err != nil {
-		s.FleetError = err.Error()
-	}
-	peers := map[string]bool{}
-	for _, c := range fleet {
-		s.Fleet = append(s.Fleet, AgentStatus{AgentID: c.AgentID, ConnectionID: c.ConnectionID, Edge: c.Edge, Since: c.ConnectedAt.UTC(), Version: c.Version})
-		if c.Edge != "" && c.Edge != e.agents.self {
-			peers[c.Edge] = true
+	var s Status
+	for _, m := range e.modules {
+		if m.status != nil {
+			m.status.status(ctx, &s)
 		}
 	}
-	slices.SortFunc(s.Fleet, func(a, b AgentStatus) int { return strings.Compare(a.AgentID+a.ConnectionID, b.AgentID+b.ConnectionID) })
-	for p := range peers {
-		s.Peers = append(s.Peers, p)
-	}
-	slices.Sort(s.Peers)
-	s.Aggregation = e.aggregation.memberStatus()
-	s.Certificates = e.certificates(now)
 	return s
 }
 
-func (r *runner) cellStatus(legacy map[uint64]bool) []CellStatus {
-	cells := r.health.InForce()
-	slices.SortFunc(cells, func(a, b *discovery.CellHealth) int { return int(a.ID) - int(b.ID) })
-	out := make([]CellStatus, 0, len(cells))
-	for _, c := range cells {
-		recent := c.Recent()
-		out = append(out, CellStatus{ID: c.ID, Legacy: legacy[c.ID], Up: c.Up(), Degraded: c.Degraded(), Checked: c.Checked(),
-			Addresses: c.State(), Recent: recent, P50: recent.P50.String(), P99: recent.P99.String()})
-	}
-	return out
-}
+// fleetLimit bounds how many agents the fleet view lists.
+const fleetLimit = 1000
 
-func (g *aggregation) memberStatus() []MemberStatus {
-	if g.watches == nil {
-		return nil
+// appendCert adds a certificate of source to out; nil or unreadable: nothing.
+func appendCert(out []CertStatus, source string, c *tls.Certificate, now time.Time) []CertStatus {
+	if c == nil || len(c.Certificate) == 0 {
+		return out
 	}
-	open, last := g.watches.Open(), g.metrics.Last()
-	var out []MemberStatus
-	for _, m := range g.members {
-		out = append(out, MemberStatus{Name: m.Name, Server: m.Server, OpenWatches: open[m.Name], Last: last[m.Name]})
-	}
-	return out
-}
-
-// certificates are the public listener's (static or ACME) and the internal listener's.
-func (e *edge) certificates(now time.Time) []CertStatus {
-	var out []CertStatus
-	add := func(source string, c *tls.Certificate) {
-		if c == nil || len(c.Certificate) == 0 {
-			return
-		}
-		leaf := c.Leaf
-		if leaf == nil {
-			var err error
-			if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
-				return
-			}
-		}
-		names := leaf.DNSNames
-		if len(names) == 0 {
-			names = []string{leaf.Subject.CommonName}
-		}
-		out = append(out, CertStatus{Source: source, Names: names, NotAfter: leaf.NotAfter.UTC(),
-			ExpiresIn: leaf.NotAfter.Sub(now).Round(time.Hour).String()})
-	}
-	add("tls.static", e.tls.static.Load())
-	if t := e.agents.internalTLS; t != nil {
-		add("internal.tls", &t.Certificates[0])
-	}
-	if m := e.tls.acme; m != nil && m.cache != nil {
-		for _, d := range m.domains {
-			for _, c := range m.cache.AllMatchingCertificates(d) {
-				add("tls.acme", &c.Certificate)
-			}
+	leaf := c.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return out
 		}
 	}
-	return out
+	names := leaf.DNSNames
+	if len(names) == 0 {
+		names = []string{leaf.Subject.CommonName}
+	}
+	return append(out, CertStatus{Source: source, Names: names, NotAfter: leaf.NotAfter.UTC(),
+		ExpiresIn: leaf.NotAfter.Sub(now).Round(time.Hour).String()})
 }

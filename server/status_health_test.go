@@ -16,7 +16,13 @@ import (
 func TestStatusShowsWhatEjected(t *testing.T) {
 	e := buildFile(t, "../examples/edge.yaml")
 	var cell *discovery.CellHealth
-	for _, c := range e.runner.health.InForce() {
+	var cells *cellHealth
+	for _, m := range e.modules {
+		if h, ok := m.status.(*cellHealth); ok {
+			cells = h
+		}
+	}
+	for _, c := range cells.health.InForce() {
 		if len(c.Addrs) == 1 && (cell == nil || c.ID < cell.ID) {
 			cell = c
 		}
@@ -25,7 +31,7 @@ func TestStatusShowsWhatEjected(t *testing.T) {
 		t.Fatal("no cell with one address in examples/edge.yaml")
 	}
 	cell.ConnectFailed(cell.Addrs[0])
-	h := opsHandler(opsParts{reg: NewRegistry(ReadBuildInfo()), health: e.health, registryHealthy: func() bool { return true }, status: e.status})
+	h := opsHandler(opsParts{reg: NewMetricsRegistry(ReadBuildInfo()), health: &health{}, registryHealthy: func() bool { return true }, status: e.status})
 	get := func(path string) string {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))

@@ -13,7 +13,7 @@ import (
 // the page's own style.
 func TestStatusPage(t *testing.T) {
 	e := buildFile(t, "../examples/edge.yaml")
-	h := opsHandler(opsParts{reg: NewRegistry(ReadBuildInfo()), health: e.health, registryHealthy: func() bool { return true }, status: e.status})
+	h := opsHandler(opsParts{reg: NewMetricsRegistry(ReadBuildInfo()), health: &health{}, registryHealthy: func() bool { return true }, status: e.status})
 	get := func(path string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))

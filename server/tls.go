@@ -2,11 +2,13 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
 	"reflect"
 	"sync/atomic"
+	"time"
 
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/internal/cli"
@@ -61,6 +63,7 @@ func (t *publicTLS) module() module {
 		},
 		routes:    t.routes,
 		listeners: []*listener{t.redirect},
+		status:    t,
 	}
 	if t.acme != nil {
 		m.stages = t.acme.stages()
@@ -105,4 +108,17 @@ func (t *publicTLS) config() *tls.Config {
 		}
 	}
 	return nil
+}
+
+// status shows the public listener's certificates, static or from ACME.
+func (t *publicTLS) status(_ context.Context, s *Status) {
+	now := time.Now()
+	s.Certificates = appendCert(s.Certificates, "tls.static", t.static.Load(), now)
+	if m := t.acme; m != nil && m.cache != nil {
+		for _, d := range m.domains {
+			for _, c := range m.cache.AllMatchingCertificates(d) {
+				s.Certificates = appendCert(s.Certificates, "tls.acme", &c.Certificate, now)
+			}
+		}
+	}
 }

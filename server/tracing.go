@@ -23,8 +23,9 @@ func newTracing(cfg *config.Config, build BuildInfo) (*tracing.Tracer, module, e
 		return nil, m, err
 	}
 	// Last down: the spans of the drain are sent too.
-	m.stages = []stage{{name: "tracing", phase: phaseOps, stop: func(context.Context) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// It gets its own 5 s: the drain may have used up the grace by then.
+	m.stages = []stage{{name: "tracing", phase: phaseOps, stop: func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = t.Shutdown(ctx)
 	}}}

@@ -35,14 +35,13 @@ type workspaces struct {
 	agents    *agents
 	log       *slog.Logger
 	guard     *guard.Guard
-	stopAuthz context.CancelFunc
 }
 
 // newWorkspaces makes the workspaces module; without a workspaces section it serves nothing and
 // only says that turning them on needs a restart.
 func newWorkspaces(cfg *config.Config, d deps, agents *agents) (*workspaces, error) {
 	w := cfg.Workspaces
-	p := &workspaces{agents: agents, log: d.log, guard: d.guard, stopAuthz: func() {}}
+	p := &workspaces{agents: agents, log: d.log, guard: d.guard}
 	if w == nil {
 		return p, nil
 	}
@@ -93,17 +92,15 @@ func (p *workspaces) module() module {
 			{name: "workspaces.logins", same: both(func(a, b *config.Workspaces) bool { return a.Logins == b.Logins })},
 		},
 		routes: p.routes,
-		stages: []stage{{name: "workspace authorizer", phase: phaseParts, start: p.run, stop: func(context.Context) { p.stopAuthz() }}},
+		stages: []stage{{name: "workspace authorizer", phase: phaseParts, start: p.run}},
 	}
 }
 
 // run re-reads the static authorizer's file when it changes, until the stage stops.
-func (p *workspaces) run() error {
+func (p *workspaces) run(life context.Context, run *goroutines) error {
 	if p.static != nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		p.stopAuthz = cancel
 		// A crash ends the re-reading only: the rules last read stay in force.
-		p.guard.Go("background", func() { p.static.Run(ctx, time.Second) })
+		run.Go("background", func() { p.static.Run(life, time.Second) })
 	}
 	return nil
 }

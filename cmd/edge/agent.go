@@ -128,7 +128,7 @@ func runAgent(ctx context.Context, a *config.AgentFile, stderr io.Writer) error 
 		}
 	}
 	b := server.ReadBuildInfo()
-	reg := server.NewRegistry(b)
+	reg := server.NewMetricsRegistry(b)
 	g, err := guard.New(log, reg)
 	if err != nil {
 		return err

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"gitlab.com/edge/edge/server"
 )
@@ -14,7 +17,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	opts := server.Options{Path: *path, AdvertiseInternal: *advertise, Build: server.ReadBuildInfo(), Log: stderr}
+	// SIGHUP reloads the config; caught before anything else, as its default action would end
+	// the process, and until Serve has returned (through the drain).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	opts := server.Options{Path: *path, AdvertiseInternal: *advertise, Build: server.ReadBuildInfo(), Log: stderr, Reload: hup}
 	cfg, err := opts.Load()
 	if err != nil {
 		return err
