@@ -176,7 +176,14 @@ type attempt struct {
 
 type attemptKey struct{}
 
-func attemptOf(r *http.Request) *attempt { return r.Context().Value(attemptKey{}).(*attempt) }
+// attemptOf is the attempt serve put on the request. A request without one (no hook runs
+// outside serve) gets an empty attempt that fails its round trip instead of a panic.
+func attemptOf(r *http.Request) *attempt {
+	if at, ok := r.Context().Value(attemptKey{}).(*attempt); ok {
+		return at
+	}
+	return &attempt{err: errNoAttempt}
+}
 
 // Forward sends r to the target agent, waiting up to the configured bound for it to connect.
 func (a *AgentRouter) Forward(w http.ResponseWriter, r *http.Request, t AgentTarget) {
@@ -402,7 +409,11 @@ func (a *AgentRouter) rewriteLocal(pr *httputil.ProxyRequest) {
 }
 
 func (a *AgentRouter) localRoundTrip(r *http.Request) (*http.Response, error) {
-	return attemptOf(r).local.RoundTrip(r)
+	at := attemptOf(r)
+	if at.local == nil {
+		return nil, errNoAttempt
+	}
+	return at.local.RoundTrip(r)
 }
 
 func (a *AgentRouter) rewriteRemote(pr *httputil.ProxyRequest) {

@@ -171,7 +171,7 @@ func (a *AgentRouter) spliceRoundTrip(r *http.Request) (*http.Response, error) {
 func (a *AgentRouter) dialHolder(ctx context.Context, _, _ string) (net.Conn, error) {
 	at, ok := ctx.Value(attemptKey{}).(*attempt)
 	if !ok || at.holder == "" {
-		return nil, errors.New("proxy: spliced dial without a holder")
+		return nil, errNoAttempt
 	}
 	u, err := url.Parse(at.holder)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
