@@ -39,18 +39,19 @@ func field(b []byte, i int, key string) (start, end int, ok bool, err error) {
 	return start, end, ok, nil
 }
 
-// stampFast is stamp by splicing: the cluster annotation inserted (or set) and the
+// stampFast is stamp by editing the text in place: the cluster annotation inserted (or set) and the
 // resourceVersion replaced by a global one naming cluster, leaving every other byte as it came.
 // It falls back to the decoding stamp when the text is not what it expects.
 func stampFast(raw []byte, cluster string) []byte {
-	out, err := splice(raw, cluster)
+	out, err := stampInPlace(raw, cluster)
 	if err != nil {
 		return stamp(raw, cluster)
 	}
 	return out
 }
 
-func splice(raw []byte, cluster string) ([]byte, error) {
+// stampInPlace edits the metadata of raw as text; errJSONSpan when it is not what it expects.
+func stampInPlace(raw []byte, cluster string) ([]byte, error) {
 	mStart, mEnd, ok, err := field(raw, 0, "metadata")
 	if err != nil || !ok || raw[mStart] != '{' {
 		return nil, errJSONSpan

@@ -20,7 +20,7 @@ type Metrics struct {
 
 	// Children resolved once, so the request path does no label hashing.
 	inFlightBy  [2]prometheus.Gauge
-	durationBy  [2][numRoutes]prometheus.Observer
+	durationBy  [2][numEndpoints]prometheus.Observer
 	decisionsBy [16][8][8]atomic.Pointer[counterBox]
 }
 
@@ -85,8 +85,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for kind := range m.inFlightBy {
 		m.inFlightBy[kind] = m.inFlight.WithLabelValues(TrafficKind(kind).String())
 		for route := range m.durationBy[kind] {
-			if TrafficKind(kind) == TrafficRunner || routeKind(route) == routeOther {
-				m.durationBy[kind][route] = m.duration.WithLabelValues(TrafficKind(kind).String(), routeKind(route).String())
+			if TrafficKind(kind) == TrafficRunner || endpoint(route) == endpointOther {
+				m.durationBy[kind][route] = m.duration.WithLabelValues(TrafficKind(kind).String(), endpoint(route).String())
 			}
 		}
 	}

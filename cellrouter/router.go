@@ -198,7 +198,7 @@ func (p *Router) served(w *hop.Record, r *http.Request, t *target, kind TrafficK
 	t.requests(kind, status).Inc()
 	took := time.Since(start)
 	t.health.Observe(status, took)
-	p.metrics.durationBy[kind][routeOf(kind, r.URL.Path)].Observe(took.Seconds())
+	p.metrics.durationBy[kind][endpointOf(kind, r.URL.Path)].Observe(took.Seconds())
 }
 
 // explain is the decision for a request, without sending it anywhere.
@@ -302,47 +302,47 @@ func mayCarryBodyToken(method, path string) bool {
 	return false
 }
 
-// routeKind keeps the duration histogram's cardinality fixed: ids never become labels.
-type routeKind uint8
+// endpoint keeps the duration histogram's cardinality fixed: ids never become labels.
+type endpoint uint8
 
 const (
-	routeOther routeKind = iota
-	routeJobsRequest
-	routeJobTrace
-	routeJobArtifacts
-	routeJobs
-	routeRunners
-	numRoutes
+	endpointOther endpoint = iota
+	endpointJobsRequest
+	endpointJobTrace
+	endpointJobArtifacts
+	endpointJobs
+	endpointRunners
+	numEndpoints
 )
 
-func (r routeKind) String() string {
+func (r endpoint) String() string {
 	switch r {
-	case routeJobsRequest:
+	case endpointJobsRequest:
 		return "jobs_request"
-	case routeJobTrace:
+	case endpointJobTrace:
 		return "job_trace"
-	case routeJobArtifacts:
+	case endpointJobArtifacts:
 		return "job_artifacts"
-	case routeJobs:
+	case endpointJobs:
 		return "jobs"
-	case routeRunners:
+	case endpointRunners:
 		return "runners"
 	}
 	return "other"
 }
 
-func routeOf(kind TrafficKind, path string) routeKind {
+func endpointOf(kind TrafficKind, path string) endpoint {
 	switch {
 	case kind != TrafficRunner:
-		return routeOther
+		return endpointOther
 	case path == wire.JobsRequestPath:
-		return routeJobsRequest
+		return endpointJobsRequest
 	case strings.HasSuffix(path, "/trace"):
-		return routeJobTrace
+		return endpointJobTrace
 	case strings.HasSuffix(path, "/artifacts"):
-		return routeJobArtifacts
+		return endpointJobArtifacts
 	case hasPathPrefix(path, "/api/v4/jobs"):
-		return routeJobs
+		return endpointJobs
 	}
-	return routeRunners
+	return endpointRunners
 }
