@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"gitlab.com/edge/edge/discovery/registrytest"
 	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/registry/registrytest"
 )
 
 // storeKinds are every Store, each made empty with the given limits.

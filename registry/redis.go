@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RedisOptions configure NewRedisRegistry.
+// RedisOptions configure NewRedis.
 type RedisOptions struct {
-	RegistryOptions
+	Options
 	// KeyPrefix starts every key (registry.redis.key_prefix); "" means DefaultRedisKeyPrefix.
 	KeyPrefix string
 }
 
-// RedisRegistry is the Registry shared by several edge instances through Redis (a standalone
+// Redis is the Registry shared by several edge instances through Redis (a standalone
 // server, Sentinel or Cluster: anything redis.UniversalClient covers).
 //
 // Layout (v1; a format change takes a new version, so old values are never misread):
@@ -28,27 +28,27 @@ type RedisOptions struct {
 // Each key carries a PEXPIRE of the TTL, set in the same MULTI as the HSET, and each field its
 // own expires_at, so the entry of an edge that died expires even while other edges keep the key
 // alive.
-type RedisRegistry struct{ *registry }
+type Redis struct{ *registry }
 
-// NewRedisRegistry makes a registry on client. The client belongs to the caller, who closes it
+// NewRedis makes a registry on client. The client belongs to the caller, who closes it
 // after Run returned.
-func NewRedisRegistry(client redis.UniversalClient, opts RedisOptions, log *slog.Logger) (*RedisRegistry, error) {
-	ro := opts.RegistryOptions.withDefaults()
+func NewRedis(client redis.UniversalClient, opts RedisOptions, log *slog.Logger) (*Redis, error) {
+	ro := opts.Options.withDefaults()
 	if err := ro.validate(); err != nil {
 		return nil, err
 	}
 	if u, err := url.Parse(ro.Self); err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("%w: self %q is not an absolute URL", ErrBadRegistryOptions, ro.Self)
+		return nil, fmt.Errorf("%w: self %q is not an absolute URL", ErrBadOptions, ro.Self)
 	}
 	if client == nil {
-		return nil, fmt.Errorf("%w: no redis client", ErrBadRegistryOptions)
+		return nil, fmt.Errorf("%w: no redis client", ErrBadOptions)
 	}
 	prefix := opts.KeyPrefix
 	if prefix == "" {
 		prefix = DefaultRedisKeyPrefix
 	}
 	if strings.ContainsAny(prefix, " \t\r\n") {
-		return nil, fmt.Errorf("%w: key prefix %q contains white space", ErrBadRegistryOptions, prefix)
+		return nil, fmt.Errorf("%w: key prefix %q contains white space", ErrBadOptions, prefix)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -69,5 +69,5 @@ func NewRedisRegistry(client redis.UniversalClient, opts RedisOptions, log *slog
 	if err != nil {
 		return nil, err
 	}
-	return &RedisRegistry{r}, nil
+	return &Redis{r}, nil
 }

@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func (r *registry) Wait(ctx context.Context, agentID string) ([]ConnInfo, error)
 	conns, err, lastErr := r.leaveWait(l)
 	if lastErr == nil && !r.Healthy() {
 		// The loop's lookup may still be stuck on a store that stopped answering.
-		lastErr = ErrRegistryUnavailable
+		lastErr = ErrUnavailable
 	}
 	switch {
 	case err != nil:
@@ -67,7 +67,7 @@ func (r *registry) joinWait(agentID string) (*waitLoop, error) {
 		go func() {
 			// A crashed loop ends its wait as an unavailable store does: the waiters get 503.
 			defer r.opts.Guard.Recover("registry", func(bool) {
-				r.finishWait(l, nil, fmt.Errorf("%w: its wait loop crashed (a contained panic)", ErrRegistryUnavailable))
+				r.finishWait(l, nil, fmt.Errorf("%w: its wait loop crashed (a contained panic)", ErrUnavailable))
 			})
 			r.waitLoop(ctx, l)
 		}()

@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type ConnInfo struct {
 // Registerer is the side of the registry the tunnel server uses.
 type Registerer interface {
 	// Register records that this edge now holds connection c. The local truth is kept even when
-	// the shared store cannot be written (the error wraps ErrRegistryUnavailable, for the caller
+	// the shared store cannot be written (the error wraps ErrUnavailable, for the caller
 	// to log): the run loop writes it again when the store is back.
 	Register(ctx context.Context, c ConnInfo) error
 	// Unregister records that connection c ended. The store write is delayed by the registry's
@@ -41,14 +41,14 @@ type Registerer interface {
 type Querier interface {
 	// Lookup returns every live connection of agentID on any edge. This edge's own connections
 	// come from its local truth. When the store cannot be reached the error wraps
-	// ErrRegistryUnavailable and the result still holds this edge's own connections.
+	// ErrUnavailable and the result still holds this edge's own connections.
 	Lookup(ctx context.Context, agentID string) ([]ConnInfo, error)
 	// ByProject returns every live connection of the agents whose token names projectID.
 	ByProject(ctx context.Context, projectID string) ([]ConnInfo, error)
 	// Wait returns as soon as agentID has at least one connection, or fails when ctx ends. All
 	// waiters for one agent in this process share one wait loop, woken by connect events and,
 	// as a safety net, by a slow poll with backoff. When ctx ends the error wraps ctx.Err(), and
-	// also ErrRegistryUnavailable if the store could not be read on the last attempt.
+	// also ErrUnavailable if the store could not be read on the last attempt.
 	Wait(ctx context.Context, agentID string) ([]ConnInfo, error)
 	// Forget removes connection stale (AgentID, ConnectionID, Edge) from the store after its
 	// holder answered "not here". It changes the entry only if it still lists that connection,
@@ -69,7 +69,7 @@ type Registry interface {
 	// and a stopped edge look the same: their entries expire after the TTL.
 	Run(ctx context.Context) error
 	// Drain removes all of this edge's entries at once (no debounce), refuses later Register calls
-	// and ends every Wait with ErrRegistryDraining. For shutdown.
+	// and ends every Wait with ErrDraining. For shutdown.
 	Drain(ctx context.Context) error
 	// Healthy reports whether the last store operation succeeded.
 	Healthy() bool

@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"context"
@@ -114,7 +114,7 @@ func (s *redisStore) write(ctx context.Context, edge string, ups []agentUpdate, 
 	for _, w := range writes {
 		g.Go(func() (err error) {
 			defer s.guard.Recover("registry", func(bool) {
-				err = fmt.Errorf("%w: a write crashed (a contained panic)", ErrRegistryUnavailable)
+				err = fmt.Errorf("%w: a write crashed (a contained panic)", ErrUnavailable)
 			})
 			_, err = s.client.TxPipelined(gctx, func(p redis.Pipeliner) error {
 				w.queue(gctx, p, s.ttl)

@@ -1,4 +1,4 @@
-package discovery_test
+package registry_test
 
 import (
 	"context"
@@ -10,19 +10,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"gitlab.com/edge/edge/discovery"
-	"gitlab.com/edge/edge/discovery/registrytest"
 	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/registry"
+	"gitlab.com/edge/edge/registry/registrytest"
 )
 
 func redisBackend(srv *registrytest.RedisServer, newClient func(addr string) redis.UniversalClient) func(t *testing.T) registrytest.NewEdge {
 	return func(t *testing.T) registrytest.NewEdge {
 		// The case's name keeps the cases sharing one redis-server apart.
 		prefix := t.Name()
-		return func(t *testing.T, _ string, opts discovery.RegistryOptions) discovery.Registry {
+		return func(t *testing.T, _ string, opts registry.Options) registry.Registry {
 			client := newClient(srv.Addr)
 			t.Cleanup(func() { _ = client.Close() })
-			r, err := discovery.NewRedisRegistry(client, discovery.RedisOptions{RegistryOptions: opts, KeyPrefix: prefix}, testLogger(t))
+			r, err := registry.NewRedis(client, registry.RedisOptions{Options: opts, KeyPrefix: prefix}, testLogger(t))
 			if err != nil {
 				t.Fatalf("new redis registry: %v", err)
 			}
@@ -42,17 +42,17 @@ func oneShardRing(addr string) redis.UniversalClient {
 
 func TestRedisRegistryContract(t *testing.T) {
 	srv := registrytest.StartRedis(t)
-	registrytest.RunRegistryTests(t, redisBackend(srv, standalone))
+	registrytest.Run(t, redisBackend(srv, standalone))
 }
 
 func TestRedisRegistryContractPerKeyTransactions(t *testing.T) {
 	srv := registrytest.StartRedis(t)
-	registrytest.RunRegistryTests(t, redisBackend(srv, oneShardRing))
+	registrytest.Run(t, redisBackend(srv, oneShardRing))
 }
 
 func TestRedisRegistryContractCluster(t *testing.T) {
 	srv := registrytest.StartRedisCluster(t)
-	registrytest.RunRegistryTests(t, redisBackend(srv, func(addr string) redis.UniversalClient {
+	registrytest.Run(t, redisBackend(srv, func(addr string) redis.UniversalClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
 	}))
 }
@@ -71,8 +71,8 @@ func TestRedisLayout(t *testing.T) {
 
 	opts := registrytest.FastOptions()
 	opts.TTL, opts.Refresh = time.Minute, 30*time.Second
-	newEdge := func(t *testing.T, _ string, o discovery.RegistryOptions) discovery.Registry {
-		r, err := discovery.NewRedisRegistry(raw, discovery.RedisOptions{RegistryOptions: o, KeyPrefix: "lay"}, testLogger(t))
+	newEdge := func(t *testing.T, _ string, o registry.Options) registry.Registry {
+		r, err := registry.NewRedis(raw, registry.RedisOptions{Options: o, KeyPrefix: "lay"}, testLogger(t))
 		if err != nil {
 			t.Fatalf("new redis registry: %v", err)
 		}
@@ -102,7 +102,7 @@ func TestRedisLayout(t *testing.T) {
 	if entry.ExpiresAt == nil || *entry.ExpiresAt < before.Add(opts.TTL).Unix() || *entry.ExpiresAt > time.Now().Add(opts.TTL).Unix()+1 {
 		t.Errorf("expires_at: got %v, want about now + ttl in unix seconds", entry.ExpiresAt)
 	}
-	var conn discovery.ConnInfo
+	var conn registry.ConnInfo
 	if len(entry.Connections) != 1 || json.Unmarshal(entry.Connections[0], &conn) != nil || conn.ConnectionID != "conn-1" || conn.Edge != registrytest.EdgeA {
 		t.Errorf("connections: got %s, want conn-1 on %s", entry.Connections, registrytest.EdgeA)
 	}
@@ -135,8 +135,8 @@ func TestRedisExpiredEntriesIgnoredAndCleaned(t *testing.T) {
 	defer raw.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	newEdge := func(t *testing.T, _ string, o discovery.RegistryOptions) discovery.Registry {
-		r, err := discovery.NewRedisRegistry(raw, discovery.RedisOptions{RegistryOptions: o, KeyPrefix: "exp"}, testLogger(t))
+	newEdge := func(t *testing.T, _ string, o registry.Options) registry.Registry {
+		r, err := registry.NewRedis(raw, registry.RedisOptions{Options: o, KeyPrefix: "exp"}, testLogger(t))
 		if err != nil {
 			t.Fatalf("new redis registry: %v", err)
 		}
@@ -210,7 +210,7 @@ func TestRedisFlushAll(t *testing.T) {
 	t.Logf("registered again %v after FLUSHALL (refresh period %v)", time.Since(flushed), opts.Refresh)
 }
 
-// Redis down: lookups fail fast with ErrRegistryUnavailable, local truth stays, and everything is
+// Redis down: lookups fail fast with ErrUnavailable, local truth stays, and everything is
 // back once Redis is, without restarting anything.
 func TestRedisDownAndBack(t *testing.T) {
 	srv := registrytest.StartRedis(t)
@@ -234,15 +234,15 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Errorf("lookup with redis down ran into the caller's deadline, want it to give up after the registry's %v timeout", opts.Timeout)
 	}
 	lookupCancel()
-	if !errors.Is(err, discovery.ErrRegistryUnavailable) || len(got) != 0 {
-		t.Errorf("lookup with redis down: got %+v, %v, want nothing and ErrRegistryUnavailable", got, err)
+	if !errors.Is(err, registry.ErrUnavailable) || len(got) != 0 {
+		t.Errorf("lookup with redis down: got %+v, %v, want nothing and ErrUnavailable", got, err)
 	}
-	if err := a.Register(ctx, registrytest.Conn("agent-2", "", "conn-2")); !errors.Is(err, discovery.ErrRegistryUnavailable) {
-		t.Errorf("register with redis down: got %v, want ErrRegistryUnavailable", err)
+	if err := a.Register(ctx, registrytest.Conn("agent-2", "", "conn-2")); !errors.Is(err, registry.ErrUnavailable) {
+		t.Errorf("register with redis down: got %v, want ErrUnavailable", err)
 	}
 	got, err = a.Lookup(ctx, "agent-2")
-	if !errors.Is(err, discovery.ErrRegistryUnavailable) || len(got) != 1 {
-		t.Errorf("holder's lookup with redis down: got %+v, %v, want its own connection and ErrRegistryUnavailable", got, err)
+	if !errors.Is(err, registry.ErrUnavailable) || len(got) != 1 {
+		t.Errorf("holder's lookup with redis down: got %+v, %v, want its own connection and ErrUnavailable", got, err)
 	}
 	// The holder's wait returns its own connection at once (a generous deadline, the only time
 	// bound); the other edge's runs into its deadline and says the registry is unavailable.
@@ -257,8 +257,8 @@ func TestRedisDownAndBack(t *testing.T) {
 		switch {
 		case tt.wantConns > 0 && (err != nil || len(got) != tt.wantConns):
 			t.Errorf("holder's wait with redis down: got %+v, %v, want its own connection", got, err)
-		case tt.wantConns == 0 && (!errors.Is(err, discovery.ErrRegistryUnavailable) || !errors.Is(err, context.DeadlineExceeded)):
-			t.Errorf("wait with redis down: got %v, want ErrRegistryUnavailable and DeadlineExceeded", err)
+		case tt.wantConns == 0 && (!errors.Is(err, registry.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded)):
+			t.Errorf("wait with redis down: got %v, want ErrUnavailable and DeadlineExceeded", err)
 		}
 	}
 	poll.UntilState(t, 5*time.Second, "both edges unhealthy", func() (bool, string) {

@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"fmt"
@@ -11,18 +11,18 @@ import (
 
 // Registry defaults (contract.md: registry.ttl and registry.refresh).
 const (
-	DefaultRegistryTTL            = 5 * time.Minute
-	DefaultRegistryRefresh        = 4 * time.Minute
-	DefaultUnregisterDelay        = 3 * time.Second
-	DefaultRegistryPollMin        = time.Second
-	DefaultRegistryPollMax        = 10 * time.Second
-	DefaultRegistryTimeout        = 2 * time.Second
-	DefaultRegistryHealthInterval = 5 * time.Second
-	DefaultRedisKeyPrefix         = "edge"
+	DefaultTTL             = 5 * time.Minute
+	DefaultRefresh         = 4 * time.Minute
+	DefaultUnregisterDelay = 3 * time.Second
+	DefaultPollMin         = time.Second
+	DefaultPollMax         = 10 * time.Second
+	DefaultTimeout         = 2 * time.Second
+	DefaultHealthInterval  = 5 * time.Second
+	DefaultRedisKeyPrefix  = "edge"
 )
 
-// RegistryOptions configure both registry implementations. Zero durations mean the defaults.
-type RegistryOptions struct {
+// Options configure both registry implementations. Zero durations mean the defaults.
+type Options struct {
 	// Self is this edge's advertise_internal URL, the field its entries are stored under.
 	// Required for Redis; the single-instance memory registry accepts "".
 	Self string
@@ -47,19 +47,19 @@ type RegistryOptions struct {
 	Guard *guard.Guard
 }
 
-func (o RegistryOptions) withDefaults() RegistryOptions {
+func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	def(&o.TTL, DefaultRegistryTTL)
-	def(&o.Refresh, DefaultRegistryRefresh)
+	def(&o.TTL, DefaultTTL)
+	def(&o.Refresh, DefaultRefresh)
 	def(&o.UnregisterDelay, DefaultUnregisterDelay)
-	def(&o.PollMin, DefaultRegistryPollMin)
-	def(&o.PollMax, DefaultRegistryPollMax)
-	def(&o.Timeout, DefaultRegistryTimeout)
-	def(&o.HealthInterval, DefaultRegistryHealthInterval)
+	def(&o.PollMin, DefaultPollMin)
+	def(&o.PollMax, DefaultPollMax)
+	def(&o.Timeout, DefaultTimeout)
+	def(&o.HealthInterval, DefaultHealthInterval)
 	if o.UnregisterDelay < 0 {
 		o.UnregisterDelay = 0
 	}
@@ -69,14 +69,14 @@ func (o RegistryOptions) withDefaults() RegistryOptions {
 	return o
 }
 
-func (o RegistryOptions) validate() error {
+func (o Options) validate() error {
 	switch {
 	case o.TTL < 0 || o.Refresh < 0 || o.PollMin < 0 || o.PollMax < 0 || o.Timeout < 0 || o.HealthInterval < 0:
-		return fmt.Errorf("%w: negative duration", ErrBadRegistryOptions)
+		return fmt.Errorf("%w: negative duration", ErrBadOptions)
 	case o.Refresh >= o.TTL:
-		return fmt.Errorf("%w: refresh %v must be shorter than ttl %v", ErrBadRegistryOptions, o.Refresh, o.TTL)
+		return fmt.Errorf("%w: refresh %v must be shorter than ttl %v", ErrBadOptions, o.Refresh, o.TTL)
 	case o.PollMin > o.PollMax:
-		return fmt.Errorf("%w: poll min %v above poll max %v", ErrBadRegistryOptions, o.PollMin, o.PollMax)
+		return fmt.Errorf("%w: poll min %v above poll max %v", ErrBadOptions, o.PollMin, o.PollMax)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// MemoryStore is the in-memory backing store of MemoryRegistry. One registry on a private store
+// MemoryStore is the in-memory backing store of Memory. One registry on a private store
 // is the single-instance default; several registries sharing one store behave like several edges
 // sharing one Redis (expiry and connect events included), which is how tests use it.
 type MemoryStore struct {
@@ -34,12 +34,12 @@ func NewMemoryStore() *MemoryStore {
 	}
 }
 
-// MemoryRegistry is the Registry of a single edge instance, or of several sharing one MemoryStore.
-type MemoryRegistry struct{ *registry }
+// Memory is the Registry of a single edge instance, or of several sharing one MemoryStore.
+type Memory struct{ *registry }
 
-// NewMemoryRegistry makes a registry on st (nil: a private store). Its entries expire like Redis
+// NewMemory makes a registry on st (nil: a private store). Its entries expire like Redis
 // ones, so Run must run.
-func NewMemoryRegistry(st *MemoryStore, opts RegistryOptions, log *slog.Logger) (*MemoryRegistry, error) {
+func NewMemory(st *MemoryStore, opts Options, log *slog.Logger) (*Memory, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func NewMemoryRegistry(st *MemoryStore, opts RegistryOptions, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	return &MemoryRegistry{r}, nil
+	return &Memory{r}, nil
 }
 
 // memoryView is one registry's view of a shared MemoryStore: the store with that registry's clock.

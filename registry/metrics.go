@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"fmt"
@@ -20,16 +20,16 @@ const (
 	opDrain      = "drain"
 )
 
-type registryMetrics struct {
+type metrics struct {
 	ops, errs    *prometheus.CounterVec
 	healthy      prometheus.Gauge
 	waiters      prometheus.Gauge
 	loopsStarted prometheus.Counter
 }
 
-func newRegistryMetrics(reg prometheus.Registerer, backend string) (*registryMetrics, error) {
+func newMetrics(reg prometheus.Registerer, backend string) (*metrics, error) {
 	labels := prometheus.Labels{"backend": backend}
-	m := &registryMetrics{
+	m := &metrics{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_registry_operations_total", Help: "Agent registry operations by op.", ConstLabels: labels,
 		}, []string{"op"}),
@@ -56,7 +56,7 @@ func newRegistryMetrics(reg prometheus.Registerer, backend string) (*registryMet
 	}
 	for _, c := range []prometheus.Collector{m.ops, m.errs, m.healthy, m.waiters, m.loopsStarted} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("%w: metrics: %w", ErrBadRegistryOptions, err)
+			return nil, fmt.Errorf("%w: metrics: %w", ErrBadOptions, err)
 		}
 	}
 	return m, nil

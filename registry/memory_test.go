@@ -1,4 +1,4 @@
-package discovery_test
+package registry_test
 
 import (
 	"context"
@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/discovery"
-	"gitlab.com/edge/edge/discovery/registrytest"
+	"gitlab.com/edge/edge/registry"
+	"gitlab.com/edge/edge/registry/registrytest"
 )
 
 func TestMemoryRegistryContract(t *testing.T) {
-	registrytest.RunRegistryTests(t, func(t *testing.T) registrytest.NewEdge {
-		st := discovery.NewMemoryStore()
-		return func(t *testing.T, _ string, opts discovery.RegistryOptions) discovery.Registry {
-			r, err := discovery.NewMemoryRegistry(st, opts, testLogger(t))
+	registrytest.Run(t, func(t *testing.T) registrytest.NewEdge {
+		st := registry.NewMemoryStore()
+		return func(t *testing.T, _ string, opts registry.Options) registry.Registry {
+			r, err := registry.NewMemory(st, opts, testLogger(t))
 			if err != nil {
 				t.Fatalf("new memory registry: %v", err)
 			}
@@ -25,7 +25,7 @@ func TestMemoryRegistryContract(t *testing.T) {
 
 // The single-instance default: a private store, defaults everywhere, no internal URL.
 func TestMemoryRegistrySingleInstance(t *testing.T) {
-	r, err := discovery.NewMemoryRegistry(nil, discovery.RegistryOptions{}, nil)
+	r, err := registry.NewMemory(nil, registry.Options{}, nil)
 	if err != nil {
 		t.Fatalf("new memory registry: %v", err)
 	}
@@ -33,7 +33,7 @@ func TestMemoryRegistrySingleInstance(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	waited := make(chan []discovery.ConnInfo, 1)
+	waited := make(chan []registry.ConnInfo, 1)
 	go func() {
 		conns, _ := r.Wait(ctx, "agent-1")
 		waited <- conns

@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// registry is the implementation both MemoryRegistry and RedisRegistry share: the local truth
+// registry is the implementation both Memory and Redis share: the local truth
 // (what this edge holds), debounced unregistration, wait loops and the run loop. Only the store
 // differs.
 //
@@ -20,10 +20,10 @@ import (
 // writer whose snapshot turns out to be older than the local truth once its write has landed
 // writes again, so the last write to land is always the newest.
 type registry struct {
-	opts  RegistryOptions
+	opts  Options
 	store store
 	log   *slog.Logger
-	m     *registryMetrics
+	m     *metrics
 
 	mu       sync.Mutex
 	held     map[string]*heldAgent
@@ -50,8 +50,8 @@ type heldAgent struct {
 
 type leave struct{ timer *time.Timer }
 
-func newRegistry(st store, opts RegistryOptions, backend string, log *slog.Logger) (*registry, error) {
-	m, err := newRegistryMetrics(opts.Registerer, backend)
+func newRegistry(st store, opts Options, backend string, log *slog.Logger) (*registry, error) {
+	m, err := newMetrics(opts.Registerer, backend)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (r *registry) Register(ctx context.Context, c ConnInfo) error {
 	r.mu.Lock()
 	if r.draining {
 		r.mu.Unlock()
-		return fmt.Errorf("register agent %q: %w", c.AgentID, ErrRegistryDraining)
+		return fmt.Errorf("register agent %q: %w", c.AgentID, ErrDraining)
 	}
 	a := r.held[c.AgentID]
 	if a == nil {
@@ -161,7 +161,7 @@ func (r *registry) Drain(ctx context.Context) error {
 		ids = append(ids, id)
 	}
 	r.mu.Unlock()
-	r.closeWaits(ErrRegistryDraining)
+	r.closeWaits(ErrDraining)
 	return r.write(ctx, opDrain, ids, false)
 }
 
@@ -311,7 +311,7 @@ func (r *registry) storeError(ctx context.Context, op, what string, err error) e
 		r.m.healthy.Set(0)
 		r.log.Warn("agent registry store unavailable", "op", op, "error", err)
 	}
-	return fmt.Errorf("%s: %w: %w", what, ErrRegistryUnavailable, err)
+	return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
 }
 
 func (r *registry) storeOK() {

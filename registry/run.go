@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 func (r *registry) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
-		return errors.New("discovery: registry Run is already running")
+		return errors.New("registry: Run is already running")
 	}
 	defer r.running.Store(false)
 

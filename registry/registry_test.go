@@ -1,4 +1,4 @@
-package discovery_test
+package registry_test
 
 import (
 	"encoding/json"
@@ -9,13 +9,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"gitlab.com/edge/edge/discovery"
-	"gitlab.com/edge/edge/discovery/registrytest"
+	"gitlab.com/edge/edge/registry"
+	"gitlab.com/edge/edge/registry/registrytest"
 )
 
 func TestRegistryImplementations(t *testing.T) {
-	var _ discovery.Registry = (*discovery.MemoryRegistry)(nil)
-	var _ discovery.Registry = (*discovery.RedisRegistry)(nil)
+	var _ registry.Registry = (*registry.Memory)(nil)
+	var _ registry.Registry = (*registry.Redis)(nil)
 }
 
 // The JSON names are the API for GitLab's and the Redis layout's.
@@ -56,32 +56,32 @@ func TestConnInfoJSONNames(t *testing.T) {
 func TestRegistryOptionsValidation(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer client.Close()
-	good := discovery.RegistryOptions{Self: registrytest.EdgeA}
+	good := registry.Options{Self: registrytest.EdgeA}
 	tests := []struct {
 		name   string
-		opts   func(*discovery.RegistryOptions)
+		opts   func(*registry.Options)
 		client redis.UniversalClient
 		ok     bool
 	}{
-		{"defaults", func(*discovery.RegistryOptions) {}, client, true},
-		{"refresh equal to ttl", func(o *discovery.RegistryOptions) { o.TTL, o.Refresh = time.Minute, time.Minute }, client, false},
-		{"refresh above default ttl", func(o *discovery.RegistryOptions) { o.Refresh = 10 * time.Minute }, client, false},
-		{"negative ttl", func(o *discovery.RegistryOptions) { o.TTL = -time.Second }, client, false},
-		{"poll min above max", func(o *discovery.RegistryOptions) { o.PollMin, o.PollMax = time.Minute, time.Second }, client, false},
-		{"no self", func(o *discovery.RegistryOptions) { o.Self = "" }, client, false},
-		{"self not a URL", func(o *discovery.RegistryOptions) { o.Self = "edge-a" }, client, false},
-		{"no client", func(*discovery.RegistryOptions) {}, nil, false},
+		{"defaults", func(*registry.Options) {}, client, true},
+		{"refresh equal to ttl", func(o *registry.Options) { o.TTL, o.Refresh = time.Minute, time.Minute }, client, false},
+		{"refresh above default ttl", func(o *registry.Options) { o.Refresh = 10 * time.Minute }, client, false},
+		{"negative ttl", func(o *registry.Options) { o.TTL = -time.Second }, client, false},
+		{"poll min above max", func(o *registry.Options) { o.PollMin, o.PollMax = time.Minute, time.Second }, client, false},
+		{"no self", func(o *registry.Options) { o.Self = "" }, client, false},
+		{"self not a URL", func(o *registry.Options) { o.Self = "edge-a" }, client, false},
+		{"no client", func(*registry.Options) {}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := good
 			tt.opts(&o)
-			_, err := discovery.NewRedisRegistry(tt.client, discovery.RedisOptions{RegistryOptions: o}, nil)
+			_, err := registry.NewRedis(tt.client, registry.RedisOptions{Options: o}, nil)
 			if got := err == nil; got != tt.ok {
-				t.Errorf("NewRedisRegistry: got error %v, want ok %v", err, tt.ok)
+				t.Errorf("NewRedis: got error %v, want ok %v", err, tt.ok)
 			}
-			if err != nil && !errors.Is(err, discovery.ErrBadRegistryOptions) {
-				t.Errorf("error %v does not wrap ErrBadRegistryOptions", err)
+			if err != nil && !errors.Is(err, registry.ErrBadOptions) {
+				t.Errorf("error %v does not wrap ErrBadOptions", err)
 			}
 		})
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/registry"
 )
 
 // Edge URLs of the simulated instances.
@@ -25,8 +25,8 @@ const (
 const MaxWakeDelay = time.Second
 
 // FastOptions are timings short enough for tests: entries live 2s and are refreshed every 500ms.
-func FastOptions() discovery.RegistryOptions {
-	return discovery.RegistryOptions{
+func FastOptions() registry.Options {
+	return registry.Options{
 		TTL:             2 * time.Second,
 		Refresh:         500 * time.Millisecond,
 		UnregisterDelay: 300 * time.Millisecond,
@@ -38,8 +38,8 @@ func FastOptions() discovery.RegistryOptions {
 }
 
 // Conn is a connection of agentID with every field set.
-func Conn(agentID, projectID, connID string) discovery.ConnInfo {
-	return discovery.ConnInfo{
+func Conn(agentID, projectID, connID string) registry.ConnInfo {
+	return registry.ConnInfo{
 		AgentID:      agentID,
 		ProjectID:    projectID,
 		ConnectionID: connID,
@@ -51,9 +51,9 @@ func Conn(agentID, projectID, connID string) discovery.ConnInfo {
 	}
 }
 
-// RunRegistryTests checks the registry contract. newBackend is called once per case, with that
+// Run checks the registry contract. newBackend is called once per case, with that
 // case's t, and returns how to make the edges of that case; they share one backend.
-func RunRegistryTests(t *testing.T, newBackend func(t *testing.T) NewEdge) {
+func Run(t *testing.T, newBackend func(t *testing.T) NewEdge) {
 	cases := []struct {
 		name string
 		run  func(t *testing.T, newEdge NewEdge)
@@ -98,8 +98,8 @@ func testRegisterLookupUnregister(t *testing.T, newEdge NewEdge) {
 		if err != nil {
 			t.Fatalf("%s lookup: %v", e.Self, err)
 		}
-		if !sameConns(got, []discovery.ConnInfo{want}) {
-			t.Errorf("%s lookup: got %s, want %s", e.Self, describe(got), describe([]discovery.ConnInfo{want}))
+		if !sameConns(got, []registry.ConnInfo{want}) {
+			t.Errorf("%s lookup: got %s, want %s", e.Self, describe(got), describe([]registry.ConnInfo{want}))
 		}
 	}
 	if got, err := b.Lookup(ctx, "agent-unknown"); err != nil || len(got) != 0 {
@@ -170,7 +170,7 @@ func testTwoEdgesHoldOneAgent(t *testing.T, newEdge NewEdge) {
 		if err != nil {
 			t.Fatalf("%s lookup: %v", e.Self, err)
 		}
-		if !sameConns(got, []discovery.ConnInfo{c1, c2}) {
+		if !sameConns(got, []registry.ConnInfo{c1, c2}) {
 			t.Errorf("%s lookup: got %s, want both edges", e.Self, describe(got))
 		}
 	}
@@ -185,7 +185,7 @@ func testList(t *testing.T, newEdge NewEdge) {
 	c1, c2, c3 := Conn("agent-1", "proj-1", "conn-1"), Conn("agent-2", "proj-1", "conn-2"), Conn("agent-3", "proj-2", "conn-3")
 	for _, reg := range []struct {
 		e *Edge
-		c discovery.ConnInfo
+		c registry.ConnInfo
 	}{{a, c1}, {b, c2}, {b, c3}} {
 		if err := reg.e.Register(ctx, reg.c); err != nil {
 			t.Fatalf("register: %v", err)
@@ -196,7 +196,7 @@ func testList(t *testing.T, newEdge NewEdge) {
 	if err != nil {
 		t.Fatalf("list: %v", err)
 	}
-	if !sameConns(got, []discovery.ConnInfo{c1, c2, c3}) {
+	if !sameConns(got, []registry.ConnInfo{c1, c2, c3}) {
 		t.Errorf("list: got %s, want all three under their holders", describe(got))
 	}
 	// a's own agent always, and at most one more from the store.
@@ -213,7 +213,7 @@ func testByProject(t *testing.T, newEdge NewEdge) {
 	ctx := context.Background()
 	regs := []struct {
 		e    *Edge
-		conn discovery.ConnInfo
+		conn registry.ConnInfo
 	}{
 		{a, Conn("agent-1", "proj-1", "conn-1")},
 		{b, Conn("agent-2", "proj-1", "conn-2")},
@@ -280,7 +280,7 @@ func testExpiry(t *testing.T, newEdge NewEdge) {
 
 // waitResult is what a Wait in a goroutine returned, and when.
 type waitResult struct {
-	conns []discovery.ConnInfo
+	conns []registry.ConnInfo
 	err   error
 	at    time.Time
 }
@@ -393,7 +393,7 @@ func testWaitTimesOut(t *testing.T, newEdge NewEdge) {
 	defer cancel()
 	got, err := b.Wait(ctx, "agent-never")
 	elapsed := time.Since(start)
-	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, discovery.ErrRegistryUnavailable) || len(got) != 0 {
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, registry.ErrUnavailable) || len(got) != 0 {
 		t.Errorf("wait: got %s, %v, want nothing and a deadline error", describe(got), err)
 	}
 	if elapsed < timeout || elapsed > timeout+time.Second {
@@ -458,7 +458,7 @@ func testForget(t *testing.T, newEdge NewEdge) {
 	b := StartEdge(t, newEdge, EdgeB, opts)
 	ctx := context.Background()
 	c1, c2 := Conn("agent-1", "", "conn-1"), Conn("agent-1", "", "conn-2")
-	for _, c := range []discovery.ConnInfo{c1, c2} {
+	for _, c := range []registry.ConnInfo{c1, c2} {
 		if err := a.Register(ctx, c); err != nil {
 			t.Fatalf("register: %v", err)
 		}
@@ -468,7 +468,7 @@ func testForget(t *testing.T, newEdge NewEdge) {
 	if err := b.Forget(ctx, c1); err != nil {
 		t.Fatalf("forget: %v", err)
 	}
-	if got, err := b.Lookup(ctx, "agent-1"); err != nil || !sameConns(got, []discovery.ConnInfo{c2}) {
+	if got, err := b.Lookup(ctx, "agent-1"); err != nil || !sameConns(got, []registry.ConnInfo{c2}) {
 		t.Errorf("after forgetting conn-1: got %s, %v, want only conn-2", describe(got), err)
 	}
 	unknown := c2
@@ -476,14 +476,14 @@ func testForget(t *testing.T, newEdge NewEdge) {
 	if err := b.Forget(ctx, unknown); err != nil {
 		t.Fatalf("forget an unknown connection: %v", err)
 	}
-	if got, err := b.Lookup(ctx, "agent-1"); err != nil || !sameConns(got, []discovery.ConnInfo{c2}) {
+	if got, err := b.Lookup(ctx, "agent-1"); err != nil || !sameConns(got, []registry.ConnInfo{c2}) {
 		t.Errorf("after forgetting an unknown connection: got %s, %v, want conn-2 kept", describe(got), err)
 	}
 	// An edge's own connections are its truth: forgetting them there does nothing.
 	if err := a.Forget(ctx, c2); err != nil {
 		t.Fatalf("forget own: %v", err)
 	}
-	if got, err := b.Lookup(ctx, "agent-1"); err != nil || !sameConns(got, []discovery.ConnInfo{c2}) {
+	if got, err := b.Lookup(ctx, "agent-1"); err != nil || !sameConns(got, []registry.ConnInfo{c2}) {
 		t.Errorf("after the holder forgot its own connection: got %s, %v, want conn-2 kept", describe(got), err)
 	}
 	if err := b.Forget(ctx, c2); err != nil {
@@ -495,7 +495,7 @@ func testForget(t *testing.T, newEdge NewEdge) {
 	// The holder still believes it holds both: its next refresh writes them back.
 	poll.UntilState(t, 2*opts.Refresh+2*time.Second, "both connections after the holder's refresh", func() (bool, string) {
 		got, err := b.Lookup(ctx, "agent-1")
-		return err == nil && sameConns(got, []discovery.ConnInfo{c1, c2}), "after the holder's refresh: " + describe(got)
+		return err == nil && sameConns(got, []registry.ConnInfo{c1, c2}), "after the holder's refresh: " + describe(got)
 	})
 }
 
@@ -506,7 +506,7 @@ func testDrain(t *testing.T, newEdge NewEdge) {
 	b := StartEdge(t, newEdge, EdgeB, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, c := range []discovery.ConnInfo{Conn("agent-1", "proj-1", "conn-1"), Conn("agent-2", "", "conn-2")} {
+	for _, c := range []registry.ConnInfo{Conn("agent-1", "proj-1", "conn-1"), Conn("agent-2", "", "conn-2")} {
 		if err := a.Register(ctx, c); err != nil {
 			t.Fatalf("register: %v", err)
 		}
@@ -526,14 +526,14 @@ func testDrain(t *testing.T, newEdge NewEdge) {
 			t.Errorf("lookup of %s after its holder drained: got %s, %v, want none", id, describe(got), err)
 		}
 	}
-	if r := receive(t, waiting, 5*time.Second); !errors.Is(r.err, discovery.ErrRegistryDraining) {
-		t.Errorf("pending wait on the drained edge: got %v, want ErrRegistryDraining", r.err)
+	if r := receive(t, waiting, 5*time.Second); !errors.Is(r.err, registry.ErrDraining) {
+		t.Errorf("pending wait on the drained edge: got %v, want ErrDraining", r.err)
 	}
-	if err := a.Register(ctx, Conn("agent-3", "", "conn-3")); !errors.Is(err, discovery.ErrRegistryDraining) {
-		t.Errorf("register after drain: got %v, want ErrRegistryDraining", err)
+	if err := a.Register(ctx, Conn("agent-3", "", "conn-3")); !errors.Is(err, registry.ErrDraining) {
+		t.Errorf("register after drain: got %v, want ErrDraining", err)
 	}
-	if _, err := a.Wait(ctx, "agent-3"); !errors.Is(err, discovery.ErrRegistryDraining) {
-		t.Errorf("wait after drain: got %v, want ErrRegistryDraining", err)
+	if _, err := a.Wait(ctx, "agent-3"); !errors.Is(err, registry.ErrDraining) {
+		t.Errorf("wait after drain: got %v, want ErrDraining", err)
 	}
 }
 
@@ -541,24 +541,24 @@ func testInvalidIDs(t *testing.T, newEdge NewEdge) {
 	a := StartEdge(t, newEdge, EdgeA, FastOptions())
 	ctx := context.Background()
 	good := Conn("agent-1", "proj-1", "conn-1")
-	bad := func(f func(*discovery.ConnInfo)) discovery.ConnInfo {
+	bad := func(f func(*registry.ConnInfo)) registry.ConnInfo {
 		c := good
 		f(&c)
 		return c
 	}
 	registers := []struct {
 		name string
-		conn discovery.ConnInfo
+		conn registry.ConnInfo
 	}{
-		{"empty agent id", bad(func(c *discovery.ConnInfo) { c.AgentID = "" })},
-		{"agent id with a colon", bad(func(c *discovery.ConnInfo) { c.AgentID = "a:b" })},
-		{"agent id too long", bad(func(c *discovery.ConnInfo) { c.AgentID = strings.Repeat("a", 65) })},
-		{"project id with a slash", bad(func(c *discovery.ConnInfo) { c.ProjectID = "p/1" })},
-		{"empty connection id", bad(func(c *discovery.ConnInfo) { c.ConnectionID = "" })},
+		{"empty agent id", bad(func(c *registry.ConnInfo) { c.AgentID = "" })},
+		{"agent id with a colon", bad(func(c *registry.ConnInfo) { c.AgentID = "a:b" })},
+		{"agent id too long", bad(func(c *registry.ConnInfo) { c.AgentID = strings.Repeat("a", 65) })},
+		{"project id with a slash", bad(func(c *registry.ConnInfo) { c.ProjectID = "p/1" })},
+		{"empty connection id", bad(func(c *registry.ConnInfo) { c.ConnectionID = "" })},
 	}
 	for _, tt := range registers {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := a.Register(ctx, tt.conn); !errors.Is(err, discovery.ErrInvalidID) {
+			if err := a.Register(ctx, tt.conn); !errors.Is(err, registry.ErrInvalidID) {
 				t.Errorf("register: got %v, want ErrInvalidID", err)
 			}
 		})
@@ -574,7 +574,7 @@ func testInvalidIDs(t *testing.T, newEdge NewEdge) {
 	}
 	for _, tt := range queries {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.call(); !errors.Is(err, discovery.ErrInvalidID) {
+			if err := tt.call(); !errors.Is(err, registry.ErrInvalidID) {
 				t.Errorf("got %v, want ErrInvalidID", err)
 			}
 		})
@@ -611,11 +611,11 @@ func testHealthAndMetrics(t *testing.T, newEdge NewEdge) {
 }
 
 // sameConns compares connection lists in any order, times by instant.
-func sameConns(got, want []discovery.ConnInfo) bool {
+func sameConns(got, want []registry.ConnInfo) bool {
 	if len(got) != len(want) {
 		return false
 	}
-	norm := func(cs []discovery.ConnInfo) []string {
+	norm := func(cs []registry.ConnInfo) []string {
 		out := make([]string, len(cs))
 		for i, c := range cs {
 			out[i] = fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s|%s|%s", c.AgentID, c.ProjectID, c.ConnectionID, c.Version,
@@ -627,7 +627,7 @@ func sameConns(got, want []discovery.ConnInfo) bool {
 	return slices.Equal(norm(got), norm(want))
 }
 
-func agentIDs(cs []discovery.ConnInfo) []string {
+func agentIDs(cs []registry.ConnInfo) []string {
 	var ids []string
 	for _, c := range cs {
 		ids = append(ids, c.AgentID)
@@ -636,7 +636,7 @@ func agentIDs(cs []discovery.ConnInfo) []string {
 	return slices.Compact(ids)
 }
 
-func describe(cs []discovery.ConnInfo) string {
+func describe(cs []registry.ConnInfo) string {
 	if len(cs) == 0 {
 		return "[]"
 	}

@@ -1,4 +1,4 @@
-package discovery
+package registry
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func (s *crashingStore) probe(ctx context.Context, edge, agentID string) (bool, 
 }
 
 // TestRegistryPanicsContained: a wait loop whose lookup panics ends its wait with
-// ErrRegistryUnavailable at once (not when the waiter gives up), and a round of Run that panics
+// ErrUnavailable at once (not when the waiter gives up), and a round of Run that panics
 // is that round only: Run goes on. Each is counted as registry; the registry serves afterwards.
 func TestRegistryPanicsContained(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -43,7 +43,7 @@ func TestRegistryPanicsContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := RegistryOptions{PollMin: 10 * time.Millisecond, PollMax: 10 * time.Millisecond,
+	opts := Options{PollMin: 10 * time.Millisecond, PollMax: 10 * time.Millisecond,
 		HealthInterval: 10 * time.Millisecond, UnregisterDelay: -1, Guard: g}.withDefaults()
 	st := &crashingStore{store: &memoryView{st: NewMemoryStore(), now: time.Now}}
 	r, err := newRegistry(st, opts, "memory", nil)
@@ -56,8 +56,8 @@ func TestRegistryPanicsContained(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	if _, err := r.Wait(ctx, "agent-1"); !errors.Is(err, ErrRegistryUnavailable) || ctx.Err() != nil {
-		t.Errorf("wait through a crashing lookup: %v after %v, want ErrRegistryUnavailable at once", err, time.Since(start))
+	if _, err := r.Wait(ctx, "agent-1"); !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		t.Errorf("wait through a crashing lookup: %v after %v, want ErrUnavailable at once", err, time.Since(start))
 	}
 	if got := count(); got != 1 {
 		t.Errorf("edge_panics_total{where=registry} after the wait: got %v, want 1", got)

@@ -1,4 +1,4 @@
-// Package registrytest holds the contract every discovery.Registry meets (RunRegistryTests) and
+// Package registrytest holds the contract every registry.Registry meets (Run) and
 // the helpers to run it: edges with their own metrics, and a real redis-server.
 package registrytest
 
@@ -10,17 +10,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/registry"
 )
 
 // NewEdge makes the registry of one edge instance on the current test's backend; all edges made
 // by one NewEdge share that backend, as edge instances share one Redis. It must pass opts through
 // unchanged (the suite sets the timings and the metrics registerer) and must not start Run.
-type NewEdge func(t *testing.T, self string, opts discovery.RegistryOptions) discovery.Registry
+type NewEdge func(t *testing.T, self string, opts registry.Options) registry.Registry
 
 // Edge is a registry whose Run runs until Stop or the end of the test.
 type Edge struct {
-	discovery.Registry
+	registry.Registry
 	Self    string
 	Metrics *prometheus.Registry
 	cancel  context.CancelFunc
@@ -28,7 +28,7 @@ type Edge struct {
 }
 
 // StartEdge makes an edge with newEdge, with its own metrics registry, and starts its Run.
-func StartEdge(t *testing.T, newEdge NewEdge, self string, opts discovery.RegistryOptions) *Edge {
+func StartEdge(t *testing.T, newEdge NewEdge, self string, opts registry.Options) *Edge {
 	t.Helper()
 	e := &Edge{Self: self, Metrics: prometheus.NewRegistry(), done: make(chan error, 1)}
 	opts.Self = self
