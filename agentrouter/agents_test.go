@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/hop"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/hop"
-	"gitlab.com/edge/edge/internal/poll"
-	"gitlab.com/edge/edge/internal/spantest"
+	"gitlab.com/edge/edge/internal/testkit/poll"
+	"gitlab.com/edge/edge/internal/testkit/spantest"
 	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"

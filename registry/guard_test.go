@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // crashingStore is a store with a bug: its lookups, or its probes, panic while set.

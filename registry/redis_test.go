@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/registry/registrytest"
 )

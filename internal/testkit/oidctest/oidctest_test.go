@@ -9,8 +9,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"gitlab.com/edge/edge/internal/oidctest"
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/oidctest"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 const redirectURI = "http://auth.ws.localhost:8080/oauth/callback"

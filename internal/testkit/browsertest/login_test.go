@@ -13,8 +13,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"gitlab.com/edge/edge/internal/browsertest"
-	"gitlab.com/edge/edge/internal/oidctest"
+	"gitlab.com/edge/edge/internal/testkit/browsertest"
+	"gitlab.com/edge/edge/internal/testkit/oidctest"
 )
 
 // relyingParty is a minimal OAuth client: "/" sends the browser to the provider, "/callback" takes

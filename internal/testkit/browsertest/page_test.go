@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"gitlab.com/edge/edge/internal/browsertest"
+	"gitlab.com/edge/edge/internal/testkit/browsertest"
 )
 
 const formPage = `<!DOCTYPE html>

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/cellsim"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 

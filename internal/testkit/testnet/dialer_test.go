@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"testing"
 
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 func TestClientReachesLocalhostNames(t *testing.T) {

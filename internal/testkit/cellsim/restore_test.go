@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 )
 
 // A restarted cell restores its jobs: the pending one is handed out, the running and finished

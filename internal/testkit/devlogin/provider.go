@@ -1,6 +1,6 @@
 // Package devlogin runs a real OpenID Provider: zitadel/oidc's certified op package, with the
 // in-memory storage and login page of its example server. It is the development login of
-// the demo (cmd/edge-demo) and the provider of the tests (internal/oidctest); never a production identity
+// the demo (cmd/edge-demo) and the provider of the tests (internal/testkit/oidctest); never a production identity
 // provider.
 package devlogin
 

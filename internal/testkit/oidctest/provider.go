@@ -1,4 +1,4 @@
-// Package oidctest runs a real OpenID Provider in-process for tests (internal/devlogin: zitadel/
+// Package oidctest runs a real OpenID Provider in-process for tests (internal/testkit/devlogin: zitadel/
 // oidc's certified op package) and logs in at it as a browser would.
 package oidctest
 
@@ -6,7 +6,7 @@ import (
 	"net"
 	"testing"
 
-	"gitlab.com/edge/edge/internal/devlogin"
+	"gitlab.com/edge/edge/internal/testkit/devlogin"
 )
 
 // User, Options and Provider are devlogin's.
