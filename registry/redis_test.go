@@ -11,11 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"gitlab.com/edge/edge/internal/testkit/poll"
+	"gitlab.com/edge/edge/internal/testkit/redistest"
 	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/registry/registrytest"
 )
 
-func redisBackend(srv *registrytest.RedisServer, newClient func(addr string) redis.UniversalClient) func(t *testing.T) registrytest.NewEdge {
+func redisBackend(srv *redistest.Server, newClient func(addr string) redis.UniversalClient) func(t *testing.T) registrytest.NewEdge {
 	return func(t *testing.T) registrytest.NewEdge {
 		// The case's name keeps the cases sharing one redis-server apart.
 		prefix := t.Name()
@@ -41,24 +42,24 @@ func oneShardRing(addr string) redis.UniversalClient {
 }
 
 func TestRedisRegistryContract(t *testing.T) {
-	srv := registrytest.StartRedis(t)
+	srv := redistest.Start(t)
 	registrytest.Run(t, redisBackend(srv, standalone))
 }
 
 func TestRedisRegistryContractPerKeyTransactions(t *testing.T) {
-	srv := registrytest.StartRedis(t)
+	srv := redistest.Start(t)
 	registrytest.Run(t, redisBackend(srv, oneShardRing))
 }
 
 func TestRedisRegistryContractCluster(t *testing.T) {
-	srv := registrytest.StartRedisCluster(t)
+	srv := redistest.StartCluster(t)
 	registrytest.Run(t, redisBackend(srv, func(addr string) redis.UniversalClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
 	}))
 }
 
 func TestRedisLayout(t *testing.T) {
-	srv := registrytest.StartRedis(t)
+	srv := redistest.Start(t)
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer raw.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -130,7 +131,7 @@ func TestRedisLayout(t *testing.T) {
 // Entries whose expires_at passed are ignored and deleted by readers, even while another edge
 // keeps the key alive; unreadable ones are ignored.
 func TestRedisExpiredEntriesIgnoredAndCleaned(t *testing.T) {
-	srv := registrytest.StartRedis(t)
+	srv := redistest.Start(t)
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer raw.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -175,7 +176,7 @@ func TestRedisExpiredEntriesIgnoredAndCleaned(t *testing.T) {
 
 // After FLUSHALL every live connection is back within one refresh period.
 func TestRedisFlushAll(t *testing.T) {
-	srv := registrytest.StartRedis(t)
+	srv := redistest.Start(t)
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer raw.Close()
 	newEdge := redisBackend(srv, standalone)(t)
@@ -213,7 +214,7 @@ func TestRedisFlushAll(t *testing.T) {
 // Redis down: lookups fail fast with ErrUnavailable, local truth stays, and everything is
 // back once Redis is, without restarting anything.
 func TestRedisDownAndBack(t *testing.T) {
-	srv := registrytest.StartRedis(t)
+	srv := redistest.Start(t)
 	newEdge := redisBackend(srv, standalone)(t)
 	opts := registrytest.FastOptions()
 	opts.Timeout = 300 * time.Millisecond

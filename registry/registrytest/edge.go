@@ -1,5 +1,5 @@
 // Package registrytest holds the contract every registry.Registry meets (Run) and
-// the helpers to run it: edges with their own metrics, and a real redis-server.
+// the helpers to run it: edges with their own metrics.
 package registrytest
 
 import (

@@ -1,4 +1,5 @@
-package registrytest
+// Package redistest runs a real redis-server for tests: standalone or a one-node Cluster.
+package redistest
 
 import (
 	"bufio"
@@ -15,9 +16,9 @@ import (
 	"time"
 )
 
-// RedisServer is a redis-server process on a loopback port, without persistence, that the test
+// Server is a redis-server process on a loopback port, without persistence, that the test
 // started and stops at its end.
-type RedisServer struct {
+type Server struct {
 	// Addr is host:port; it stays the same across Stop and Start.
 	Addr string
 
@@ -31,21 +32,21 @@ type RedisServer struct {
 	exited  chan struct{}
 }
 
-// StartRedis starts redis-server on a free loopback port. A missing redis-server fails the test:
-// the registry's contract is not checked without it (make test installs it).
-func StartRedis(t testing.TB) *RedisServer {
+// Start starts redis-server on a free loopback port. A missing redis-server fails the test:
+// what needs Redis is not checked without it (make test installs it).
+func Start(t testing.TB) *Server {
 	t.Helper()
 	return startRedis(t, false)
 }
 
-// StartRedisCluster starts a one-node Redis Cluster that owns every slot: enough to run the
-// registry through redis.ClusterClient, which refuses a transaction across slots.
-func StartRedisCluster(t testing.TB) *RedisServer {
+// StartCluster starts a one-node Redis Cluster that owns every slot: enough to run code
+// through redis.ClusterClient, which refuses a transaction across slots.
+func StartCluster(t testing.TB) *Server {
 	t.Helper()
 	return startRedis(t, true)
 }
 
-func startRedis(t testing.TB, cluster bool) *RedisServer {
+func startRedis(t testing.TB, cluster bool) *Server {
 	t.Helper()
 	bin, err := redisServerPath()
 	if err != nil {
@@ -57,7 +58,7 @@ func startRedis(t testing.TB, cluster bool) *RedisServer {
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	s := &RedisServer{Addr: addr, t: t, bin: bin, dir: t.TempDir(), cluster: cluster}
+	s := &Server{Addr: addr, t: t, bin: bin, dir: t.TempDir(), cluster: cluster}
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -77,12 +78,12 @@ func redisServerPath() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("redis-server not found in PATH nor /usr/bin: the Redis registry tests need it; " +
+	return "", fmt.Errorf("redis-server not found in PATH nor /usr/bin: the Redis tests need it; " +
 		"install it (make test runs ./scripts/deps.sh redis-server=redis-server, i.e. apt-get install redis-server)")
 }
 
 // Start starts the server (again) on Addr and waits until it answers PING.
-func (s *RedisServer) Start() {
+func (s *Server) Start() {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,7 +128,7 @@ func (s *RedisServer) Start() {
 
 // claimAllSlots gives the node every slot (a restarted node remembers them in nodes.conf) and
 // waits for the cluster to be ok.
-func (s *RedisServer) claimAllSlots(deadline time.Time) {
+func (s *Server) claimAllSlots(deadline time.Time) {
 	s.t.Helper()
 	if info := command(s.Addr, "CLUSTER", "INFO"); !strings.Contains(info, "cluster_slots_assigned:16384") {
 		if got := command(s.Addr, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); got != "+OK" {
@@ -143,7 +144,7 @@ func (s *RedisServer) claimAllSlots(deadline time.Time) {
 }
 
 // Stop kills the server and waits for it to exit; its data is gone.
-func (s *RedisServer) Stop() {
+func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
