@@ -15,9 +15,6 @@ import (
 	"gitlab.com/edge/edge/internal/guard"
 )
 
-// errCrashed is the failure of a call that panicked (contained): the controller failed.
-var errCrashed = errors.New("admission: the call crashed (a contained panic)")
-
 // Controller is one admission controller.
 type Controller struct {
 	Name string

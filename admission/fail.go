@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,9 +12,6 @@ import (
 	"strings"
 	"time"
 )
-
-// ErrJobCall is a call to the cell that failing a job could not make.
-var ErrJobCall = errors.New("admission: failing the job at its cell")
 
 // Failer fails a rejected job at its cell as a runner that gives up on it would: a trace line
 // saying why, then the failed state. Both calls are idempotent, so each is retried.

@@ -5,14 +5,10 @@ package admission
 
 import (
 	"encoding/json"
-	"errors"
 	"net/url"
 	"strconv"
 	"strings"
 )
-
-// ErrNotAJob is a 201 answer that does not read as a job.
-var ErrNotAJob = errors.New("admission: the answer is not a job")
 
 // Request is what a controller is asked about one job.
 type Request struct {

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/hop"
+	"gitlab.com/edge/edge/registry"
 )
 
 // InternalVerifier checks the JWT one edge presents to another, bound to the agent id.
@@ -106,7 +106,7 @@ func parsePort(s string) (int, error) {
 	return port, nil
 }
 
-func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []discovery.ConnInfo, err error) {
+func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []registry.ConnInfo, err error) {
 	if err != nil {
 		a.fail(w, nil, AgentTarget{}, fmt.Errorf("%w: %w", hop.ErrRegistryDown, err))
 		return
@@ -114,7 +114,7 @@ func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []discovery.
 	// A copy: conns may be the registry's cached answer. Splice is between edges only.
 	conns = slices.Clone(conns)
 	if conns == nil {
-		conns = []discovery.ConnInfo{}
+		conns = []registry.ConnInfo{}
 	}
 	for i := range conns {
 		conns[i].Splice = false
@@ -122,6 +122,6 @@ func (a *AgentRouter) writeConnections(w http.ResponseWriter, conns []discovery.
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(struct {
-		Connections []discovery.ConnInfo `json:"connections"`
+		Connections []registry.ConnInfo `json:"connections"`
 	}{conns})
 }

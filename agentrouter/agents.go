@@ -21,9 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/guard"
+	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tracing"
 	"gitlab.com/edge/edge/tunnel"
 	"gitlab.com/edge/edge/wire"
@@ -42,10 +42,10 @@ type Tunnels interface {
 
 // AgentQuerier says which edges hold an agent.
 type AgentQuerier interface {
-	Lookup(ctx context.Context, agentID string) ([]discovery.ConnInfo, error)
-	ByProject(ctx context.Context, projectID string) ([]discovery.ConnInfo, error)
-	Wait(ctx context.Context, agentID string) ([]discovery.ConnInfo, error)
-	Forget(ctx context.Context, stale discovery.ConnInfo) error
+	Lookup(ctx context.Context, agentID string) ([]registry.ConnInfo, error)
+	ByProject(ctx context.Context, projectID string) ([]registry.ConnInfo, error)
+	Wait(ctx context.Context, agentID string) ([]registry.ConnInfo, error)
+	Forget(ctx context.Context, stale registry.ConnInfo) error
 }
 
 // InternalMinter signs the short-lived JWT an edge presents to another edge's internal listener.
@@ -220,7 +220,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 			// The tunnel went between lookup and use, before any byte was sent: look again.
 		}
 		conns, err := a.lookup(ctx, t.AgentID)
-		if err != nil && errors.Is(err, discovery.ErrRegistryUnavailable) {
+		if err != nil && errors.Is(err, registry.ErrUnavailable) {
 			a.fail(w, r, t, hop.ErrRegistryDown)
 			a.observeWait(waited, "registry_unavailable")
 			return "registry_unavailable"
@@ -275,7 +275,7 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 		case ctx.Err() != nil:
 			a.observeWait(waited, "client_gone")
 			return "client_gone"
-		case errors.Is(err, discovery.ErrRegistryUnavailable):
+		case errors.Is(err, registry.ErrUnavailable):
 			a.fail(w, r, t, hop.ErrRegistryDown)
 			a.observeWait(waited, "registry_unavailable")
 			return "registry_unavailable"
@@ -294,13 +294,13 @@ func (a *AgentRouter) forward(w http.ResponseWriter, r *http.Request, t AgentTar
 const holderCacheSize = 10000
 
 type cachedHolders struct {
-	conns []discovery.ConnInfo
+	conns []registry.ConnInfo
 	until time.Time
 }
 
 // lookup asks the registry which edges hold an agent, reusing a recent answer that named other
 // holders: without it every forwarded request is a registry round trip.
-func (a *AgentRouter) lookup(ctx context.Context, agentID string) ([]discovery.ConnInfo, error) {
+func (a *AgentRouter) lookup(ctx context.Context, agentID string) ([]registry.ConnInfo, error) {
 	now := time.Now()
 	if c, ok := a.holders.Get(agentID); ok && now.Before(c.until) {
 		return c.conns, nil
@@ -336,8 +336,8 @@ func (a *AgentRouter) localTransport(t AgentTarget) http.RoundTripper {
 
 // holders are the other edges that hold the target, one entry per edge, with Splice set when
 // any of the target's connections there splices.
-func holders(conns []discovery.ConnInfo, t AgentTarget, self string) []discovery.ConnInfo {
-	var out []discovery.ConnInfo
+func holders(conns []registry.ConnInfo, t AgentTarget, self string) []registry.ConnInfo {
+	var out []registry.ConnInfo
 	seen := map[string]int{}
 	for _, c := range conns {
 		if c.Edge == self || c.Edge == "" {
@@ -359,7 +359,7 @@ func holders(conns []discovery.ConnInfo, t AgentTarget, self string) []discovery
 // serveHolder sends r to a holder: over a spliced connection when it can (the registry says the
 // holder splices for the agent), else, or when the holder then says it does not, as a request the
 // holder serves.
-func (a *AgentRouter) serveHolder(w http.ResponseWriter, r *http.Request, t AgentTarget, c discovery.ConnInfo, body *onceBody) *attempt {
+func (a *AgentRouter) serveHolder(w http.ResponseWriter, r *http.Request, t AgentTarget, c registry.ConnInfo, body *onceBody) *attempt {
 	holder := c.Edge
 	at := &attempt{target: t, holder: holder, body: body}
 	if c.Splice && a.spliceable(r, at) {

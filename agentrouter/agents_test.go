@@ -15,9 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/hop"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
+	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
 )
@@ -79,7 +79,7 @@ type echoed struct {
 	Body   string      `json:"body"`
 }
 
-func newAgentFixture(t *testing.T, wait time.Duration) (*AgentRouter, *fakeTunnels, *discovery.MemoryRegistry) {
+func newAgentFixture(t *testing.T, wait time.Duration) (*AgentRouter, *fakeTunnels, *registry.Memory) {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -87,7 +87,7 @@ func newAgentFixture(t *testing.T, wait time.Duration) (*AgentRouter, *fakeTunne
 	}))
 	t.Cleanup(up.Close)
 	tun := &fakeTunnels{held: map[string]bool{}, upstream: up}
-	reg, err := discovery.NewMemoryRegistry(discovery.NewMemoryStore(), discovery.RegistryOptions{Self: "http://127.0.0.1:1"}, nil)
+	reg, err := registry.NewMemory(registry.NewMemoryStore(), registry.Options{Self: "http://127.0.0.1:1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestAgentRouterWakesWhenAgentConnects(t *testing.T) {
 	// The fixture's router over a registry whose metrics are kept: its waiters gauge says when
 	// the request is waiting, and only then does the agent connect.
 	metrics := prometheus.NewRegistry()
-	reg, err := discovery.NewMemoryRegistry(discovery.NewMemoryStore(), discovery.RegistryOptions{Self: "http://127.0.0.1:1", Registerer: metrics}, nil)
+	reg, err := registry.NewMemory(registry.NewMemoryStore(), registry.Options{Self: "http://127.0.0.1:1", Registerer: metrics}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestAgentRouterWakesWhenAgentConnects(t *testing.T) {
 		return w == 1, fmt.Sprintf("waiters %v", w)
 	})
 	tun.hold("late")
-	if err := reg.Register(context.Background(), discovery.ConnInfo{AgentID: "late", ConnectionID: "c1", ConnectedAt: time.Now()}); err != nil {
+	if err := reg.Register(context.Background(), registry.ConnInfo{AgentID: "late", ConnectionID: "c1", ConnectedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	// The request waits at most the router's 10 s: a 504 then means the connect did not wake it.

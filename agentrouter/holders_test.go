@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/hop"
+	"gitlab.com/edge/edge/registry"
 )
 
 // countingRegistry lists one holder for every agent and counts lookups.
@@ -19,21 +19,21 @@ type countingRegistry struct {
 	holder  string
 	lookups atomic.Int32
 	mu      sync.Mutex
-	forgot  []discovery.ConnInfo
+	forgot  []registry.ConnInfo
 }
 
-func (c *countingRegistry) Lookup(context.Context, string) ([]discovery.ConnInfo, error) {
+func (c *countingRegistry) Lookup(context.Context, string) ([]registry.ConnInfo, error) {
 	c.lookups.Add(1)
-	return []discovery.ConnInfo{{AgentID: "a1", ConnectionID: "c1", Edge: c.holder}}, nil
+	return []registry.ConnInfo{{AgentID: "a1", ConnectionID: "c1", Edge: c.holder}}, nil
 }
-func (c *countingRegistry) ByProject(context.Context, string) ([]discovery.ConnInfo, error) {
+func (c *countingRegistry) ByProject(context.Context, string) ([]registry.ConnInfo, error) {
 	return nil, nil
 }
-func (c *countingRegistry) Wait(ctx context.Context, _ string) ([]discovery.ConnInfo, error) {
+func (c *countingRegistry) Wait(ctx context.Context, _ string) ([]registry.ConnInfo, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
-func (c *countingRegistry) Forget(_ context.Context, stale discovery.ConnInfo) error {
+func (c *countingRegistry) Forget(_ context.Context, stale registry.ConnInfo) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forgot = append(c.forgot, stale)

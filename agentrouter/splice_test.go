@@ -16,10 +16,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/hop"
-	"gitlab.com/edge/edge/internal/poll"
-	"gitlab.com/edge/edge/internal/spantest"
+	"gitlab.com/edge/edge/internal/testkit/poll"
+	"gitlab.com/edge/edge/internal/testkit/spantest"
+	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"
 )
@@ -30,19 +30,19 @@ type listRegistry struct {
 	splice  bool
 }
 
-func (l listRegistry) Lookup(_ context.Context, agentID string) ([]discovery.ConnInfo, error) {
-	var out []discovery.ConnInfo
+func (l listRegistry) Lookup(_ context.Context, agentID string) ([]registry.ConnInfo, error) {
+	var out []registry.ConnInfo
 	for i, h := range l.holders {
-		out = append(out, discovery.ConnInfo{AgentID: agentID, ConnectionID: fmt.Sprint("c", i), Edge: h, Splice: l.splice})
+		out = append(out, registry.ConnInfo{AgentID: agentID, ConnectionID: fmt.Sprint("c", i), Edge: h, Splice: l.splice})
 	}
 	return out, nil
 }
-func (listRegistry) ByProject(context.Context, string) ([]discovery.ConnInfo, error) { return nil, nil }
-func (listRegistry) Wait(ctx context.Context, _ string) ([]discovery.ConnInfo, error) {
+func (listRegistry) ByProject(context.Context, string) ([]registry.ConnInfo, error) { return nil, nil }
+func (listRegistry) Wait(ctx context.Context, _ string) ([]registry.ConnInfo, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
-func (listRegistry) Forget(context.Context, discovery.ConnInfo) error { return nil }
+func (listRegistry) Forget(context.Context, registry.ConnInfo) error { return nil }
 
 // holderFixture is a holder edge: its internal handler over a splicing fake agent whose upstream
 // counts its connections and echoes what reached it; every request to the internal listener is
@@ -318,7 +318,7 @@ func TestSplicedHopMaxAge(t *testing.T) {
 // answer it was given is left as it was.
 func TestConnectionsHideSplice(t *testing.T) {
 	a := newEntry(t)
-	conns := []discovery.ConnInfo{{AgentID: "a1", ConnectionID: "c1", Edge: "http://h", Splice: true}}
+	conns := []registry.ConnInfo{{AgentID: "a1", ConnectionID: "c1", Edge: "http://h", Splice: true}}
 	w := httptest.NewRecorder()
 	a.writeConnections(w, conns, nil)
 	if strings.Contains(w.Body.String(), "splice") || !strings.Contains(w.Body.String(), `"connection_id":"c1"`) {

@@ -9,4 +9,6 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// errCrashed: edge's call of a member panicked (contained); the member counts as unavailable.
 	errCrashed = errors.New("edge failed calling it (a contained panic)")
+	// errJSONSpan: the JSON text is not what the span finders expect.
+	errJSONSpan = errors.New("aggregate: unexpected JSON")
 )

@@ -3,7 +3,6 @@ package aggregate
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 
 	"gitlab.com/edge/edge/internal/jsonspan"
 )
@@ -11,8 +10,6 @@ import (
 // Stamping thousands of list items must not decode and re-encode each one: these functions find
 // the spans of values in JSON text, so an item's metadata can be edited in place. They assume
 // valid JSON (what a member sent and encoding/json accepted as a RawMessage).
-
-var errJSONSpan = errors.New("aggregate: unexpected JSON")
 
 // span is where a value stands in JSON text.
 type span struct{ start, end int }

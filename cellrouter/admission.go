@@ -3,7 +3,6 @@ package cellrouter
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,8 +45,6 @@ func (a *Admission) asked(cell uint64) []string {
 
 // maxJobAnswer bounds the job answer edge holds to ask controllers about it.
 const maxJobAnswer = 8 << 20
-
-var errJobTooLarge = errors.New("the job answer is larger than 8 MiB; edge does not read it")
 
 // leadingToken is the job's token from the start of an answer too large to read whole (GitLab
 // writes id and token first).
@@ -224,8 +221,6 @@ type cellCaller struct {
 	t    *target
 	base http.RoundTripper
 }
-
-var errNoUsableAddress = errors.New("no usable address")
 
 func (c *cellCaller) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := c.t.health.Pick()

@@ -16,7 +16,7 @@ import (
 
 	"gitlab.com/edge/edge/admission"
 	"gitlab.com/edge/edge/front"
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 )
 
 // testController answers every job with its decision (after hold), recording what it got.

@@ -20,7 +20,7 @@ import (
 	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 	"gitlab.com/edge/edge/wire"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"gitlab.com/edge/edge/front"
-	"gitlab.com/edge/edge/internal/spantest"
+	"gitlab.com/edge/edge/internal/testkit/spantest"
 	"gitlab.com/edge/edge/tracing"
 )
 

@@ -18,11 +18,11 @@ import (
 
 	"gitlab.com/edge/edge/agentrouter"
 	"gitlab.com/edge/edge/config"
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/guard"
+	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
 	"gitlab.com/edge/edge/wire"
@@ -33,7 +33,7 @@ import (
 // forwards to them, edge to edge when needed, and the API for GitLab.
 type agents struct {
 	tunnels  *tunnel.Server
-	registry discovery.Registry
+	registry registry.Registry
 	redis    redis.UniversalClient
 	router   *agentrouter.AgentRouter
 	internal http.Handler // nil without an internal listener

@@ -17,7 +17,7 @@ import (
 
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 func newTestGuard(t *testing.T) *guard.Guard {

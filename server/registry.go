@@ -9,14 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"gitlab.com/edge/edge/config"
-	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tunnel"
 )
 
 // registryEvent is a tunnel connecting or going, for the registry.
 type registryEvent struct {
-	info      discovery.ConnInfo
+	info      registry.ConnInfo
 	connected bool
 }
 
@@ -24,7 +24,7 @@ type registryEvent struct {
 // share the agents. Nothing connects before the registry stage starts.
 func (a *agents) openRegistry(cfg *config.Config, d deps) error {
 	log := d.log
-	opts := discovery.RegistryOptions{Self: cfg.Listen.AdvertiseInternal, Registerer: d.reg, Guard: d.guard}
+	opts := registry.Options{Self: cfg.Listen.AdvertiseInternal, Registerer: d.reg, Guard: d.guard}
 	if r := cfg.Registry; r != nil {
 		opts.TTL, opts.Refresh = r.TTL.Duration, r.Refresh.Duration
 		redis.SetLogger(redisLogger{log})
@@ -33,13 +33,13 @@ func (a *agents) openRegistry(cfg *config.Config, d deps) error {
 			Password: string(r.Redis.Password), DB: r.Redis.DB,
 			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
 		})
-		rr, err := discovery.NewRedisRegistry(a.redis, discovery.RedisOptions{RegistryOptions: opts, KeyPrefix: r.Redis.KeyPrefix}, log)
+		rr, err := registry.NewRedis(a.redis, registry.RedisOptions{Options: opts, KeyPrefix: r.Redis.KeyPrefix}, log)
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("registry: %w", err)}
 		}
 		a.registry = rr
 	} else {
-		mr, err := discovery.NewMemoryRegistry(discovery.NewMemoryStore(), opts, log)
+		mr, err := registry.NewMemory(registry.NewMemoryStore(), opts, log)
 		if err != nil {
 			return err
 		}
@@ -48,9 +48,9 @@ func (a *agents) openRegistry(cfg *config.Config, d deps) error {
 	return nil
 }
 
-func connInfo(c *tunnel.Conn) discovery.ConnInfo {
+func connInfo(c *tunnel.Conn) registry.ConnInfo {
 	i := c.Info()
-	return discovery.ConnInfo{
+	return registry.ConnInfo{
 		AgentID: i.AgentID, ProjectID: i.ProjectID, ConnectionID: i.ConnectionID,
 		Version: i.Version, Commit: i.Commit, PodNamespace: i.PodNamespace, PodName: i.PodName,
 		ConnectedAt: i.ConnectedAt.UTC(),

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // TestSessionPanicEndsTheSession: a panic at login ends that connection, and one in a session's

@@ -20,13 +20,6 @@ import (
 	"gitlab.com/edge/edge/internal/guard"
 )
 
-var (
-	// ErrDenied: a wrong token, or a user without access. ErrNotFound: no such workspace. Any
-	// other error from Authorize: no usable answer (denied too: fail closed).
-	ErrDenied   = errors.New("access denied")
-	ErrNotFound = errors.New("no such workspace")
-)
-
 // Target is where an allowed login goes.
 type Target struct {
 	User         string // who logged in, for logs

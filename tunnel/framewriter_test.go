@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // recordingWriter keeps what is written and how many writes it took; block holds writes.

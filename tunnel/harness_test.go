@@ -19,7 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 const testAgent = "agent-1"

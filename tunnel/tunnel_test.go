@@ -14,7 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 func TestPlainRequest(t *testing.T) {

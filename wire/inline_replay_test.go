@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 // A jobs/request with no body but an Idempotency-Key is still a job claim: a cell that drops it

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/hop"
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 // countingServer is an httptest server that counts the TCP connections it accepted.

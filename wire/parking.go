@@ -13,10 +13,6 @@ import (
 	"gitlab.com/edge/edge/internal/guard"
 )
 
-// errParked is the long-poll transport's answer to a request it sent and left waiting for its
-// answer off the handler (see Parking).
-var errParked = errors.New("proxy: long poll parked")
-
 // Parking holds jobs/request long polls off the HTTP server while their cell holds them. A
 // held poll through net/http costs two goroutines (the handler, deep in the proxy, and the
 // server's background read) and the connection's 10 KiB of buffers for as long as the cell

@@ -17,8 +17,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"gitlab.com/edge/edge/internal/oidctest"
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/oidctest"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 const testDomain = "ws.localhost"

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // cacheFake answers by workspace name, counts its calls, and can be held until the test lets go.

@@ -44,8 +44,6 @@ func (rp *relyingParty) authURL(state, verifier, nonce string) string {
 	return rp.config.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce))
 }
 
-var errNonce = errors.New("ID token nonce does not match the login's")
-
 // exchange trades the code (with the PKCE verifier) for tokens and verifies the ID token: issuer,
 // audience, expiry, signature, and the login's nonce.
 func (rp *relyingParty) exchange(ctx context.Context, client *http.Client, code, verifier, nonce string) (User, error) {

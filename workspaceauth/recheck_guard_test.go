@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gitlab.com/edge/edge/internal/guard"
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 // crashingStore is a store with a bug: once armed, its next read panics. The recheck reads the

@@ -3,7 +3,6 @@ package workspaceauth
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,12 +32,6 @@ type Limits struct {
 	PerClient int // values one client address may have at once
 	Total     int // values all clients together may have at once
 }
-
-// ErrSpent: a single-use value is not there (never issued, expired, or used already).
-var ErrSpent = errors.New("no such value: expired or used already")
-
-// ErrBusy: the client, or all clients together, hold as many login values as the limits allow.
-var ErrBusy = errors.New("too many logins in progress")
 
 // sweepEvery is how often a memory store drops expired values while it holds any.
 const sweepEvery = 5 * time.Second

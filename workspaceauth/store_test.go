@@ -10,14 +10,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"gitlab.com/edge/edge/discovery/registrytest"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
+	"gitlab.com/edge/edge/internal/testkit/redistest"
 )
 
 // storeKinds are every Store, each made empty with the given limits.
 func storeKinds(t *testing.T) map[string]func(t *testing.T, l Limits) Store {
-	srv := registrytest.StartRedis(t)
-	cluster := registrytest.StartRedisCluster(t)
+	srv := redistest.Start(t)
+	cluster := redistest.StartCluster(t)
 	n := 0
 	redisStore := func(c redis.UniversalClient) func(t *testing.T, l Limits) Store {
 		return func(t *testing.T, l Limits) Store {
@@ -134,7 +134,7 @@ func TestMemoryStoreDropsExpiredByItself(t *testing.T) {
 
 // TestRedisStoreLeavesNothing: once values expire, Redis holds no key of the store.
 func TestRedisStoreLeavesNothing(t *testing.T) {
-	srv := registrytest.StartRedis(t)
+	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	s := NewRedisStore(c, "gone", Limits{PerClient: 100, Total: 100_000})

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/hop"
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
 	"gitlab.com/edge/edge/wire"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"gitlab.com/edge/edge/internal/devlogin"
+	"gitlab.com/edge/edge/internal/testkit/devlogin"
 )
 
 // demoDomain is the demo's workspace domain: browsers resolve *.localhost to loopback by
@@ -22,7 +22,7 @@ const demoWorkspaces = `workspaces:
   - {name: demo, agent_id: demo-agent, users: [demo]}
 `
 
-// startDemoLogin runs the development login: a real OpenID provider (internal/devlogin) with one
+// startDemoLogin runs the development login: a real OpenID provider (internal/testkit/devlogin) with one
 // user, demo / demo, that knows edge's redirect URI.
 func startDemoLogin(ctx context.Context, redirect string) (*devlogin.Provider, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,6 +1,6 @@
 // Command edge-demo is the demo of `make demo`: the edge binary (`edge serve`) on loopback in
-// front of two fake cells (internal/cellsim), with an agent, a workspace behind a development
-// login (internal/devlogin) and, when OpenSSH's sshd is installed, SSH into it. It lives apart
+// front of two fake cells (internal/testkit/cellsim), with an agent, a workspace behind a development
+// login (internal/testkit/devlogin) and, when OpenSSH's sshd is installed, SSH into it. It lives apart
 // from cmd/edge so that the router binary operators deploy links none of these fakes.
 package main
 

@@ -17,7 +17,7 @@ func TestDependencyDirection(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const module = "gitlab.com/edge/edge/"
-	leaves := map[string]bool{"tokens": true, "discovery": true, "config": true, "tunnel": true, "workspaceauth": true, "aggregate": true, "sshproxy": true, "tracing": true, "admission": true, "internal/redirect": true, "internal/jsonspan": true, "internal/guard": true}
+	leaves := map[string]bool{"tokens": true, "discovery": true, "registry": true, "config": true, "tunnel": true, "workspaceauth": true, "aggregate": true, "sshproxy": true, "tracing": true, "admission": true, "internal/redirect": true, "internal/jsonspan": true, "internal/guard": true}
 	shared := map[string]bool{"internal/redirect": true, "internal/jsonspan": true, "internal/guard": true}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {

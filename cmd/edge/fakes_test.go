@@ -14,7 +14,7 @@ func TestRouterLinksNoTestFake(t *testing.T) {
 		t.Errorf("./cmd/edge links test fakes (move what needs them to cmd/edge-demo): %s", strings.Join(got, ", "))
 	}
 	got := linkedFakes(t, "gitlab.com/edge/edge/cmd/edge-demo")
-	for _, want := range []string{"gitlab.com/edge/edge/internal/cellsim", "github.com/zitadel/oidc/v3/example/server/exampleop"} {
+	for _, want := range []string{"gitlab.com/edge/edge/internal/testkit/cellsim", "github.com/zitadel/oidc/v3/example/server/exampleop"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("./cmd/edge-demo does not link %s: is the check still looking at the right names? it found %v", want, got)
 		}
@@ -28,15 +28,12 @@ func linkedFakes(t *testing.T, pkg string) []string {
 	if err != nil {
 		t.Fatalf("go list -deps %s: %v", pkg, err)
 	}
-	// The demo's and the tests' fake cells, identity providers, browsers and networks, and
-	// zitadel's example OpenID provider and storage: cmd/edge-demo links them, operators deploy
-	// ./cmd/edge.
+	// The demo's and the tests' support: fake cells, identity providers, browsers and networks
+	// (all of internal/testkit), the registry's contract suite, and zitadel's example OpenID
+	// provider and storage: cmd/edge-demo links some of them, operators deploy ./cmd/edge.
 	fakes := []string{
-		"gitlab.com/edge/edge/internal/cellsim",
-		"gitlab.com/edge/edge/internal/devlogin",
-		"gitlab.com/edge/edge/internal/oidctest",
-		"gitlab.com/edge/edge/internal/browsertest",
-		"gitlab.com/edge/edge/internal/testnet",
+		"gitlab.com/edge/edge/internal/testkit",
+		"gitlab.com/edge/edge/registry/registrytest",
 		"github.com/zitadel/oidc/v3/example",
 	}
 	var found []string

@@ -19,9 +19,6 @@ func (e UsageError) Unwrap() error { return e.Err }
 // Usagef is a UsageError with a formatted message.
 func Usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
 
-// ErrHelp means --help was asked for and printed: exit 0.
-var ErrHelp = errors.New("help printed")
-
 // ExitCode is the exit code of err, printed to stderr after the program's name when it is one.
 func ExitCode(prog string, err error, stderr io.Writer) int {
 	var usage UsageError

@@ -113,8 +113,7 @@ func unguarded(t *testing.T, root string) []string {
 // benchmarks, the demo, test fakes and harnesses, and the guard itself.
 func skipped(rel string) bool {
 	for _, s := range []string{
-		"bench", "cmd/edge-demo", "discovery/registrytest", "internal/cellsim", "internal/devlogin",
-		"internal/oidctest", "internal/browsertest", "internal/testnet", "internal/poll", "test", "internal/guard",
+		"bench", "cmd/edge-demo", "registry/registrytest", "internal/testkit", "test", "internal/guard",
 	} {
 		if rel == s || strings.HasPrefix(rel, s+"/") {
 			return true

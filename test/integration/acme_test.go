@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // pebbleServer is Let's Encrypt's Pebble ACME server on loopback, with pebble-challtestsrv as its

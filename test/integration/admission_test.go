@@ -20,8 +20,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"gitlab.com/edge/edge/internal/cellsim"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // runnersConfig is edge's runners section: admission controllers asked about each job.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 )
 
 // droppedPath is the attacker's request: a job id of cell 2's range, no token. The cell ends it

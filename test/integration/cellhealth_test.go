@@ -13,9 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"gitlab.com/edge/edge/internal/browsertest"
-	"gitlab.com/edge/edge/internal/cellsim"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/browsertest"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // cellAnswer is what a request routed to cell 2 (by the job id in its path) got: the status and,

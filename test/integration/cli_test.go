@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 	"gitlab.com/edge/edge/tokens"
 )
 

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // TestDemo runs the demo (cmd/edge-demo, which runs edge) on free ports, then every command it

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 )
 
 // The JWT settings of the demo key pair in examples/keys, shared by the cells and edge.

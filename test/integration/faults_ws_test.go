@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/oidctest"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/oidctest"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // The workspace app's faults on a WebSocket upgrade, besides the upstream faults that end the

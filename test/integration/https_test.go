@@ -23,8 +23,8 @@ import (
 	"github.com/coder/websocket"
 	"gopkg.in/yaml.v3"
 
-	"gitlab.com/edge/edge/internal/cellsim"
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // kubeMember is one real cluster: etcd and kube-apiserver on loopback, stopped when the test ends.

@@ -1,4 +1,4 @@
-// Package integration runs the edge binary against fake GitLab cells (internal/cellsim) on
+// Package integration runs the edge binary against fake GitLab cells (internal/testkit/cellsim) on
 // loopback and checks, request by request, that runner traffic reaches the cell its token names
 // with its bytes intact.
 //

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 	"gitlab.com/edge/edge/tokens"
 )
 

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // sshWorkspace is a real OpenSSH sshd on 127.0.0.1, as a workspace runs it: its own config, host

@@ -15,7 +15,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 	"gitlab.com/edge/edge/tokens"
 )
 

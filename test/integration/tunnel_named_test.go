@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/poll"
+	"gitlab.com/edge/edge/internal/testkit/poll"
 )
 
 // TestTunnelNamedConnection: with two connections of one agent held by two edges (each serving

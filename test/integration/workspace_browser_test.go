@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/browsertest"
+	"gitlab.com/edge/edge/internal/testkit/browsertest"
 )
 
 // TestWorkspaceInChromium: headless Chromium opens alice's workspace URL, logs in at the

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/oidctest"
-	"gitlab.com/edge/edge/internal/poll"
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/oidctest"
+	"gitlab.com/edge/edge/internal/testkit/poll"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 type workspacesConfig struct {

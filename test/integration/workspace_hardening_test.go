@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"gitlab.com/edge/edge/internal/browsertest"
-	"gitlab.com/edge/edge/internal/poll"
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/browsertest"
+	"gitlab.com/edge/edge/internal/testkit/poll"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 // appSetCookies are what the test workspace app's /set-cookies answers: every spelling of edge's

@@ -1,5 +1,5 @@
 // Command soakcell is one fake GitLab cell for the chaos soak (bench/cmd/chaossoak): an
-// internal/cellsim cell (the runner API: job request long polls, traces, job updates) on a
+// internal/testkit/cellsim cell (the runner API: job request long polls, traces, job updates) on a
 // listener, and a control listener the soak queues jobs through.
 //
 // Its jobs outlive the process, as a GitLab cell's database outlives its web processes: every
@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/bench"
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 )
 
 // CellHeader names the cell on every answer it writes: an answer without it was made by edge.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"gitlab.com/edge/edge/bench"
-	"gitlab.com/edge/edge/internal/cellsim"
+	"gitlab.com/edge/edge/internal/testkit/cellsim"
 )
 
 func do(t *testing.T, h http.Handler, method, path, body string, header map[string]string) *httptest.ResponseRecorder {

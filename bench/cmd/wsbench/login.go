@@ -9,8 +9,8 @@ import (
 	"net/http/cookiejar"
 	"strings"
 
-	"gitlab.com/edge/edge/internal/oidctest"
-	"gitlab.com/edge/edge/internal/testnet"
+	"gitlab.com/edge/edge/internal/testkit/oidctest"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 // login runs the browser's login with a Go client and returns the workspace's session cookie.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"gitlab.com/edge/edge/bench"
-	"gitlab.com/edge/edge/internal/devlogin"
-	"gitlab.com/edge/edge/internal/oidctest"
+	"gitlab.com/edge/edge/internal/testkit/devlogin"
+	"gitlab.com/edge/edge/internal/testkit/oidctest"
 	"gitlab.com/edge/edge/tokens"
 )
 
