@@ -104,6 +104,7 @@ type AgentRouter struct {
 	// spliceTraffic: a request went over a spliced connection since the last sweep, which is
 	// scheduled while sweepArmed.
 	spliceTraffic, sweepArmed atomic.Bool
+	relays                    sync.WaitGroup // the splices served for other edges (serveSplice)
 }
 
 func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {

@@ -318,8 +318,18 @@ func (a *AgentRouter) serveSplice(w http.ResponseWriter, r *http.Request, t Agen
 	if n := brw.Reader.Buffered(); n > 0 {
 		buffered, _ = brw.Reader.Peek(n)
 	}
-	go func() {
-		defer a.o.Guard.Recover("splice_relay", nil)
-		tunnel.Relay(conn, up, buffered, a.buffers, a.o.Guard)
-	}()
+	a.relays.Go(a.o.Guard.Func("splice_relay", func() { tunnel.Relay(conn, up, buffered, a.buffers, a.o.Guard) }))
+}
+
+// WaitRelays waits until the splices this edge holds for other edges have ended (their tunnels
+// closed), or ctx ends: the stop of what serves them awaits what they started.
+func (a *AgentRouter) WaitRelays(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { a.relays.Wait(); close(done) }() // guard: only waits
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

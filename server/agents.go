@@ -218,6 +218,9 @@ func (a *agents) drainTunnels(ctx context.Context) {
 		a.log.Warn("tunnel drain", "error", err)
 	}
 	a.tunnels.Close()
+	if err := a.router.WaitRelays(ctx); err != nil {
+		a.log.Warn("splices still relaying at the end of the drain", "error", err)
+	}
 }
 
 type localTunnels struct{ s *tunnel.Server }

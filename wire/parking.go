@@ -161,7 +161,7 @@ func (pk *Parking) Park(rec *hop.Record, r *http.Request, held *Held, answer fun
 
 // Listener yields ln's connections and those handed back after a parked poll's answer.
 func (pk *Parking) Listener(ln net.Listener) net.Listener {
-	l := &parkingListener{Listener: ln, pk: pk, accepted: make(chan acceptResult), closed: make(chan struct{})}
+	l := &parkingListener{Listener: ln, pk: pk, accepted: make(chan acceptResult), closed: make(chan struct{}), pumped: make(chan struct{})}
 	pk.guard.Go("listener", l.pump)
 	return l
 }
@@ -176,10 +176,12 @@ type parkingListener struct {
 	pk        *Parking
 	accepted  chan acceptResult
 	closed    chan struct{}
+	pumped    chan struct{} // closed when pump has returned
 	closeOnce sync.Once
 }
 
 func (l *parkingListener) pump() {
+	defer close(l.pumped)
 	for {
 		c, err := l.Listener.Accept()
 		select {
@@ -207,9 +209,12 @@ func (l *parkingListener) Accept() (net.Conn, error) {
 	}
 }
 
+// Close stops accepting and returns once the accept loop has ended.
 func (l *parkingListener) Close() error {
 	l.closeOnce.Do(func() { close(l.closed) })
-	return l.Listener.Close()
+	err := l.Listener.Close()
+	<-l.pumped
+	return err
 }
 
 func isTemporary(err error) bool {
