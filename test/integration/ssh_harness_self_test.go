@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -175,25 +176,7 @@ func wantSameFile(t *testing.T, a, b string) {
 
 // startTCPEcho is a TCP server on 127.0.0.1 that writes back what it reads.
 func startTCPEcho(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				io.Copy(conn, conn)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testnet.ServeRaw(t, func(conn net.Conn) { io.Copy(conn, conn) })
 }
 
 // startPasswordServer is an SSH server taking one password, whose sessions answer an exec with

@@ -8,25 +8,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 func startFloor(t *testing.T, upstream string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serve(c, upstream)
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return "http://" + testnet.ServeRaw(t, func(c net.Conn) { serve(c, upstream) })
 }
 
 func TestFloorProxiesGetsOnOneUpstreamConnection(t *testing.T) {
