@@ -273,9 +273,9 @@ func (p *Router) bodyToken(w http.ResponseWriter, r *http.Request, found *foundT
 	return bodyStreamed, nil
 }
 
-// IsRunnerPath tells runner and job traffic by its path: /api/v4/runners and /api/v4/jobs, and
+// isRunnerPath tells runner and job traffic by its path: /api/v4/runners and /api/v4/jobs, and
 // below them.
-func IsRunnerPath(path string) bool {
+func isRunnerPath(path string) bool {
 	const runners, jobs = "/api/v4/runners", "/api/v4/jobs"
 	return hasPathPrefix(path, runners) || hasPathPrefix(path, jobs)
 }

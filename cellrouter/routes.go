@@ -21,7 +21,7 @@ func (p *Router) Routes() []front.Route {
 	}
 	return []front.Route{
 		{Name: "runner", Traffic: TrafficRunner.String(), Upgrade: front.UpgradeNone,
-			Paths: IsRunnerPath, StrictPath: true,
+			Paths: isRunnerPath, StrictPath: true,
 			Handler: trafficHandler{p, TrafficRunner}, Explain: explain(TrafficRunner)},
 		{Name: "legacy", Traffic: TrafficOther.String(), Upgrade: front.UpgradeWebSocket, Fallback: true,
 			Handler: trafficHandler{p, TrafficOther}, Explain: explain(TrafficOther)},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/wire"
 )
@@ -70,4 +71,21 @@ func parkOn(l *listener, pk *wire.Parking) {
 		shutdown(ctx)
 		pk.Drain(ctx)
 	}
+}
+
+// registerParking shows the parking on /metrics: the polls parked now, and since the start.
+func registerParking(reg prometheus.Registerer, pk *wire.Parking) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_parked_polls",
+			Help: "jobs/request long polls parked now: held off the HTTP server while their cell holds them."},
+			func() float64 { return float64(pk.Held()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "edge_parked_polls_total",
+			Help: "jobs/request long polls parked since the start."},
+			func() float64 { return float64(pk.Parked()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -68,6 +68,9 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	}
 	e := &edge{guard: g, front: front.New(front.Options{Log: log, Requests: metrics.Requests, Tracer: tracer, Guard: g})}
 	d := deps{log: log, reg: reg, front: e.front, parking: wire.NewParking(g), opts: opts, tracer: tracer, guard: g}
+	if err := registerParking(reg, d.parking); err != nil {
+		return nil, err
+	}
 	cells, err := newCellHealth(cfg, d)
 	if err != nil {
 		return nil, err

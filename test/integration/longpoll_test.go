@@ -62,6 +62,11 @@ func runLongPolls(t *testing.T, sigterm bool) {
 	}
 	poll.Until(t, time.Minute, fmt.Sprintf("%d job requests held at the cell", polls), func() bool { return cell.Held() == polls })
 	t.Logf("%d job requests held after %v", polls, time.Since(start))
+	// Held at the cell, each is parked off edge's HTTP server, as /metrics shows.
+	poll.Until(t, 10*time.Second, fmt.Sprintf("edge_parked_polls at %d", polls), func() bool {
+		n, err := metricSum(e.edge.OpsURL+"/metrics", "edge_parked_polls", "")
+		return err == nil && n == polls
+	})
 
 	if sigterm {
 		// Every poll is held at the cell (waited for above): the SIGTERM arrives while they are.
