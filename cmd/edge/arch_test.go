@@ -44,3 +44,43 @@ func TestDependencyDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestLayers holds architecture.md's picture of the request path: each package imports only
+// packages of layers below its own (the leaves, then hop, then the connection machinery and the
+// front door, then the routers, then server), so nothing reaches up and there is no cycle.
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "gitlab.com/edge/edge/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "gitlab.com/edge/edge/"
+	layer := map[string]int{
+		"hop": 1, "wire": 2, "front": 2, "cellrouter": 3, "agentrouter": 3, "server": 4, "cmd/edge": 5,
+	}
+	for _, leaf := range []string{"tokens", "discovery", "registry", "config", "tunnel", "workspaceauth", "aggregate",
+		"sshproxy", "tracing", "admission", "internal/redirect", "internal/jsonspan", "internal/guard", "internal/cli"} {
+		layer[leaf] = 0
+	}
+	checked := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		name := strings.TrimPrefix(fields[0], module)
+		own, ok := layer[name]
+		if !ok || own == 0 {
+			continue
+		}
+		checked++
+		for _, imp := range fields[1:] {
+			dep, project := strings.CutPrefix(imp, module)
+			if !project {
+				continue
+			}
+			if l, known := layer[dep]; !known || l >= own {
+				t.Errorf("%s (layer %d) imports %s (layer %d, known %v)", name, own, dep, l, known)
+			}
+		}
+	}
+	if checked != 7 {
+		t.Errorf("checked %d layered packages, want 7: a package moved or was renamed", checked)
+	}
+}
