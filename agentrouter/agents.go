@@ -109,7 +109,7 @@ type AgentRouter struct {
 
 func NewAgentRouter(o AgentRouterOptions) (*AgentRouter, error) {
 	if o.Tunnels == nil || o.Registry == nil {
-		return nil, errors.New("proxy: agent router needs tunnels and a registry")
+		return nil, errors.New("agentrouter: the router needs tunnels and a registry")
 	}
 	if o.Wait <= 0 {
 		o.Wait = 20 * time.Second

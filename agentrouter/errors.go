@@ -7,7 +7,7 @@ import "errors"
 var (
 	errNotHere           = errors.New("holder answered not here")
 	errNoSplice          = errors.New("holder does not splice for this agent")
-	errAgentCallTooLarge = errors.New("proxy: the answer through the tunnel is larger than 1 MiB")
+	errAgentCallTooLarge = errors.New("agentrouter: the answer through the tunnel is larger than 1 MiB")
 	errNoAttempt         = errors.New("agentrouter: a request to an agent without its forwarding attempt")
 	errSpliceExpired     = errors.New("spliced connection to the holder is past its age")
 )

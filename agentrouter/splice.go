@@ -179,7 +179,7 @@ func (a *AgentRouter) dialHolder(ctx context.Context, _, _ string) (net.Conn, er
 	}
 	token, err := a.o.Minter.Mint(at.target.AgentID, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("proxy: sign an internal token: %w", err)
+		return nil, fmt.Errorf("agentrouter: sign an internal token: %w", err)
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -203,7 +203,7 @@ func (a *AgentRouter) dialHolder(ctx context.Context, _, _ string) (net.Conn, er
 		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
-			return nil, fmt.Errorf("proxy: TLS to holder %s: %w", u.Host, err)
+			return nil, fmt.Errorf("agentrouter: TLS to holder %s: %w", u.Host, err)
 		}
 		conn = tc
 	}
@@ -229,19 +229,19 @@ func (a *AgentRouter) spliceOpen(conn net.Conn, host, token string, t AgentTarge
 	}
 	b.WriteString("\r\n")
 	if _, err := io.WriteString(conn, b.String()); err != nil {
-		return fmt.Errorf("proxy: splice open to the holder: %w", err)
+		return fmt.Errorf("agentrouter: splice open to the holder: %w", err)
 	}
 	br := bufio.NewReaderSize(conn, 4096)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return fmt.Errorf("proxy: splice open to the holder: %w", err)
+		return fmt.Errorf("agentrouter: splice open to the holder: %w", err)
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusSwitchingProtocols && strings.EqualFold(resp.Header.Get("Upgrade"), tunnel.SpliceUpgradeToken):
 		if br.Buffered() > 0 {
-			return errors.New("proxy: the holder sent bytes past its 101")
+			return errors.New("agentrouter: the holder sent bytes past its 101")
 		}
 		return nil
 	case resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(hop.HeaderNotHere) != "":

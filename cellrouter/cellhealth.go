@@ -83,7 +83,7 @@ func (p *Router) cellUnavailable(w *hop.Record, t *target) {
 	hop.Error(w, fmt.Errorf("cell %d: %w", t.cell.ID, hop.ErrCellUnavailable))
 }
 
-// CellHealth is the health of this proxy's cells, for discovery.Health.Use when it is put in
+// CellHealth is the health of this router's cells, for discovery.Health.Use when it is put in
 // force.
 func (p *Router) CellHealth() []*discovery.CellHealth {
 	out := make([]*discovery.CellHealth, 0, len(p.targets))

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the proxy's Prometheus collectors, registered on a registerer that is passed in.
+// Metrics are the cell router's Prometheus collectors, registered on a registerer that is passed in.
 type Metrics struct {
 	// Requests is edge_requests_total, which the front counts its refusals in too.
 	Requests       *prometheus.CounterVec

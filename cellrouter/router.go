@@ -78,7 +78,7 @@ type Router struct {
 // New builds a Router. Metrics may be nil only in tests that do not look at them.
 func New(o Options) (*Router, error) {
 	if o.Cells == nil {
-		return nil, errors.New("proxy: no cells")
+		return nil, errors.New("cellrouter: no cells")
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

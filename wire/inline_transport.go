@@ -194,7 +194,7 @@ type Held struct {
 	c *inlineConn
 }
 
-func (h *Held) Error() string { return "proxy: long poll parked" }
+func (h *Held) Error() string { return "wire: long poll parked" }
 
 // HeldOf is the parked request err returns, or nil.
 func HeldOf(err error) *Held {
