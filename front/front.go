@@ -63,6 +63,7 @@ func (f *Front) Swap(rt *Routes) error {
 }
 
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	rt := f.routes.Load()
 	rec := &hop.Record{ResponseWriter: w}
 	trusted := rt.Headers.trusted(r.RemoteAddr)
@@ -71,7 +72,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = m.err
 	}
-	f.handle(rt, rec, r, m.route, trusted, err)
+	f.handle(rt, rec, r, m.route, trusted, err, start)
 }
 
 // InternalHandler serves the internal listener through the same policy: its peers are other
@@ -80,6 +81,7 @@ func (f *Front) InternalHandler() http.Handler {
 	policy := HeaderPolicy{TrustAll: true, KeepEdge: true}
 	none := &Route{Name: "internal", Rule: "no internal listener"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		rt := f.routes.Load()
 		rec := &hop.Record{ResponseWriter: w}
 		route := rt.Internal
@@ -90,14 +92,13 @@ func (f *Front) InternalHandler() http.Handler {
 		if err == nil {
 			err = route.notConfigured()
 		}
-		f.handle(rt, rec, r, route, true, err)
+		f.handle(rt, rec, r, route, true, err, start)
 	})
 }
 
 // handle is one request from its route on: the request id, the server span, the handler or the
 // refusal, and the end (now, or when a request that outlives its handler ends).
-func (f *Front) handle(rt *Routes, rec *hop.Record, r *http.Request, route *Route, trusted bool, err error) {
-	start := time.Now()
+func (f *Front) handle(rt *Routes, rec *hop.Record, r *http.Request, route *Route, trusted bool, err error, start time.Time) {
 	setRequestID(rec, r, trusted)
 	var span trace.Span
 	if f.tracer != nil {
