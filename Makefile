@@ -3,7 +3,7 @@ FUZZEXECS ?= 150000
 # make bench BENCH_FLAGS=--quick for a short run
 BENCH_FLAGS ?=
 
-.PHONY: all build demo test vet cross unit fuzz bench soak deps clean
+.PHONY: all build demo test vet cross unit fuzz fuzz-h1 bench soak deps clean
 
 all: build
 
@@ -41,6 +41,13 @@ unit:
 
 fuzz:
 	FUZZEXECS=$(FUZZEXECS) ./scripts/fuzz.sh
+
+# The long run of the HTTP/1.1 engine's differential fuzzers against net/http (make test runs
+# each for FUZZEXECS executions): H1FUZZTIME each, 10 minutes unless set.
+H1FUZZTIME ?= 10m
+fuzz-h1:
+	$(GO) test -run '^$$' -fuzz '^FuzzAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./h1/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnswerAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./h1/
 
 # Each make bench writes its results into a directory of its own, to compare two runs file by file.
 BENCH_RESULTS ?= bench/results/$(shell date +%Y%m%d-%H%M%S)
