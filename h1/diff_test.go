@@ -21,6 +21,11 @@ var smuggling = []struct {
 	{"POST /x HTTP/1.1\r\nHost: edge\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc", Accept},
 	{"GET / HTTP/1.0\r\nHost: edge\r\nConnection: keep-alive\r\n\r\n", Accept},
 	{"GET / HTTP/1.1\r\nHost: edge\r\nConnection: close\r\n\r\n", Accept},
+	// pipelined: where the next request starts
+	{"POST / HTTP/1.1\r\nHost: edge\r\nContent-Length: 4\r\n\r\nabcdGET /x HTTP/1.1\r\nHost: edge\r\n\r\n", Accept},
+	{"POST / HTTP/1.1\r\nHost: edge\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /y HTTP/1.1\r\nHost: edge\r\n\r\n", Accept},
+	{"GET / HTTP/1.1\r\nHost: edge\r\n\r\nGET /2 HTTP/1.1\r\nHost: edge\r\nContent-Length: 5\r\n\r\nhello", Accept},
+	{"GET / HTTP/1.1\r\nHost: edge\r\nContent-Length: 0\r\n\r\nGET /2 HTTP/1.1\r\nHost: edge\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n", Accept},
 	// CL.TE and TE.CL
 	{"POST / HTTP/1.1\r\nHost: edge\r\nContent-Length: 13\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nSMUGGLED", HandOff},
 	{"POST / HTTP/1.1\r\nHost: edge\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n8\r\nSMUGGLED\r\n0\r\n\r\n", HandOff},
@@ -100,34 +105,43 @@ func TestSubset(t *testing.T) {
 // limits are small, so that the fuzzer reaches them.
 var limits = Limits{MaxHead: 2048, MaxHeaders: 20}
 
-// FuzzAgainstNetHTTP: whatever the bytes, a request the engine accepts is one net/http's server
-// accepts too, with the same method, target, host, header fields, framing, keep-alive and body;
-// a body the engine reads whole, net/http reads whole and the same. What the engine hands off is
-// net/http's to answer, so there is nothing to compare.
+// FuzzAgainstNetHTTP: whatever the bytes a client sends on a connection, each request the engine
+// accepts is one net/http's server accepts too, with the same method, target, host, header fields,
+// framing, keep-alive and body, and the next request starts where net/http's does (no request
+// hides in another's body). What the engine hands off is net/http's to answer from there, so there
+// is nothing to compare.
 func FuzzAgainstNetHTTP(f *testing.F) {
 	for _, s := range smuggling {
 		f.Add([]byte(s.raw))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		r, v, body, bodyErr := engineReads(raw, limits)
-		if v != Accept {
+		engine := engineReads(raw, limits)
+		if len(engine) == 0 {
 			return
 		}
-		got := netHTTP(raw, limits.MaxHead)
-		if !got.accepted {
-			t.Fatalf("the engine accepts %q, net/http refuses it", raw)
-		}
-		want := reading{accepted: true, method: string(r.Method), target: string(r.Target), host: string(r.Host),
-			header: headerOf(&r), chunked: r.Chunked, close: r.Close}
-		if got.method != want.method || got.target != want.target || got.host != want.host || got.chunked != want.chunked || got.close != want.close {
-			t.Fatalf("%q: net/http read %s %s host %q chunked %v close %v; the engine %s %s host %q chunked %v close %v", raw,
-				got.method, got.target, got.host, got.chunked, got.close, want.method, want.target, want.host, want.chunked, want.close)
-		}
-		if !reflect.DeepEqual(got.header, want.header) {
-			t.Fatalf("%q: net/http's header %v, the engine's %v", raw, got.header, want.header)
-		}
-		if bodyErr == nil && (got.bodyErr != nil || !bytes.Equal(got.body, body)) {
-			t.Fatalf("%q: the engine read the body %q whole, net/http %q (%v)", raw, body, got.body, got.bodyErr)
+		nethttp := netHTTP(raw, limits.MaxHead)
+		for i, want := range engine {
+			if i >= len(nethttp) {
+				t.Fatalf("%q: the engine accepts request %d (%s %s), net/http refuses it", raw, i+1, want.method, want.target)
+			}
+			sameReading(t, raw, i, nethttp[i], want)
 		}
 	})
+}
+
+// sameReading fails unless net/http read request i of raw as the engine did: its method, target,
+// host, header fields, framing and keep-alive, and, where the engine read the body whole, the
+// same body.
+func sameReading(t *testing.T, raw []byte, i int, got, want reading) {
+	t.Helper()
+	if got.method != want.method || got.target != want.target || got.host != want.host || got.chunked != want.chunked || got.close != want.close {
+		t.Fatalf("%q request %d: net/http read %s %s host %q chunked %v close %v; the engine %s %s host %q chunked %v close %v", raw, i+1,
+			got.method, got.target, got.host, got.chunked, got.close, want.method, want.target, want.host, want.chunked, want.close)
+	}
+	if !reflect.DeepEqual(got.header, want.header) {
+		t.Fatalf("%q request %d: net/http's header %v, the engine's %v", raw, i+1, got.header, want.header)
+	}
+	if want.bodyErr == nil && (got.bodyErr != nil || !bytes.Equal(got.body, want.body)) {
+		t.Fatalf("%q request %d: the engine read the body %q whole, net/http %q (%v)", raw, i+1, want.body, got.body, got.bodyErr)
+	}
 }

@@ -27,30 +27,30 @@ type reading struct {
 }
 
 // netHTTP serves raw, as the bytes a client sent on a new connection, with a real http.Server,
-// and returns what its handler saw of the first request (accepted false: it never ran).
-func netHTTP(raw []byte, maxHeaderBytes int) reading {
+// and returns what its handler saw of each request, in order (none: it refused the first).
+func netHTTP(raw []byte, maxHeaderBytes int) []reading {
 	conn := &fakeConn{r: bytes.NewReader(raw), closed: make(chan struct{})}
-	var got reading
-	var once sync.Once
+	var mu sync.Mutex
+	var got []reading
 	srv := &http.Server{
 		MaxHeaderBytes: maxHeaderBytes,
 		ReadTimeout:    5 * time.Second,
-		ErrorLog:       nil,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			once.Do(func() {
-				got = reading{accepted: true, method: r.Method, target: r.RequestURI, host: r.Host, header: r.Header.Clone(),
-					contentLength: r.ContentLength, close: r.Close,
-					chunked: len(r.TransferEncoding) == 1 && r.TransferEncoding[0] == "chunked"}
-				got.body, got.bodyErr = io.ReadAll(r.Body)
-			})
-			w.Header().Set("Connection", "close")
+			rd := reading{accepted: true, method: r.Method, target: r.RequestURI, host: r.Host, header: r.Header.Clone(),
+				contentLength: r.ContentLength, close: r.Close,
+				chunked: len(r.TransferEncoding) == 1 && r.TransferEncoding[0] == "chunked"}
+			rd.body, rd.bodyErr = io.ReadAll(r.Body)
+			mu.Lock()
+			got = append(got, rd)
+			mu.Unlock()
 		}),
 	}
-	srv.SetKeepAlivesEnabled(false)
 	ln := &oneConnListener{c: conn, done: make(chan struct{})}
 	go srv.Serve(ln)
 	<-conn.closed
 	srv.Close()
+	mu.Lock()
+	defer mu.Unlock()
 	return got
 }
 
@@ -100,22 +100,50 @@ func (l *oneConnListener) Close() error {
 
 func (l *oneConnListener) Addr() net.Addr { return l.c.LocalAddr() }
 
-// engineReads is what the engine makes of raw: the head, and the body it frames.
-func engineReads(raw []byte, l Limits) (r Request, v Verdict, body []byte, bodyErr error) {
-	n, v := Parse(raw, &r, l)
-	if v != Accept {
-		return r, v, nil, nil
+// engineReads is what the engine makes of a connection's bytes: each request it accepts, in
+// order, with the body it frames, until one it hands off, one whose body it cannot read whole,
+// or one after which the connection closes.
+func engineReads(raw []byte, l Limits) []reading {
+	var out []reading
+	for len(raw) > 0 {
+		var r Request
+		n, v := Parse(raw, &r, l)
+		if v != Accept {
+			return out
+		}
+		rd := reading{accepted: true, method: string(r.Method), target: string(r.Target), host: string(r.Host),
+			header: headerOf(&r), chunked: r.Chunked, close: r.Close}
+		rest := raw[n:]
+		switch {
+		case r.Chunked:
+			cr := &countingReader{r: bytes.NewReader(rest)}
+			br := bufio.NewReader(cr)
+			rd.body, rd.bodyErr = io.ReadAll(NewChunkedReader(br))
+			rest = rest[cr.n-br.Buffered():]
+		case r.ContentLength > int64(len(rest)):
+			rd.body, rd.bodyErr = rest, io.ErrUnexpectedEOF
+		case r.ContentLength > 0:
+			rd.body, rest = rest[:r.ContentLength], rest[r.ContentLength:]
+		}
+		out = append(out, rd)
+		if rd.bodyErr != nil || r.Close {
+			return out
+		}
+		raw = rest
 	}
-	rest := raw[n:]
-	switch {
-	case r.Chunked:
-		body, bodyErr = io.ReadAll(NewChunkedReader(bufio.NewReader(bytes.NewReader(rest))))
-	case r.ContentLength > int64(len(rest)):
-		body, bodyErr = rest, io.ErrUnexpectedEOF
-	case r.ContentLength > 0:
-		body = rest[:r.ContentLength]
-	}
-	return r, v, body, bodyErr
+	return out
+}
+
+// countingReader counts what was read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 // headerOf is the engine's header fields as net/http's server keeps them: canonical names, Host
