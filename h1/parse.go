@@ -42,18 +42,8 @@ func Parse(buf []byte, r *Request, l Limits) (n int, v Verdict) {
 		return 0, HandOff
 	}
 	var f fields
-	for len(rest) > 0 {
-		line, rest = cutLine(rest)
-		if len(r.Headers) == l.MaxHeaders {
-			return 0, HandOff
-		}
-		h, ok := headerLine(line)
-		if !ok || !f.note(h, r) {
-			return 0, HandOff
-		}
-		r.Headers = append(r.Headers, h)
-	}
-	if !f.settle(r) {
+	var ok bool
+	if r.Headers, ok = headerLines(rest, r.Headers, l.MaxHeaders, func(h Header) bool { return f.note(h, r) }); !ok || !f.settle(r) {
 		return 0, HandOff
 	}
 	return n, Accept
@@ -96,6 +86,21 @@ func plausibleStart(b []byte) bool {
 func cutLine(b []byte) (line, rest []byte) {
 	i := bytes.IndexByte(b, '\r')
 	return b[:i], b[i+2:]
+}
+
+// headerLines reads a head's header lines into hs, each passed to take first; false: the head is
+// handed off (a line outside the subset, too many fields, or one take refuses).
+func headerLines(rest []byte, hs []Header, max int, take func(Header) bool) ([]Header, bool) {
+	for len(rest) > 0 {
+		var line []byte
+		line, rest = cutLine(rest)
+		h, ok := headerLine(line)
+		if !ok || len(hs) == max || !take(h) {
+			return hs, false
+		}
+		hs = append(hs, h)
+	}
+	return hs, true
 }
 
 // requestLine reads "METHOD /target HTTP/1.x".

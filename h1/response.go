@@ -41,37 +41,27 @@ func ParseResponse(buf []byte, r *Response, head bool, l Limits) (n int, v Verdi
 	}
 	var lengths, encodings int
 	var f fields
-	for len(rest) > 0 {
-		line, rest = cutLine(rest)
-		if len(r.Headers) == l.MaxHeaders {
-			return 0, HandOff
-		}
-		h, ok := headerLine(line)
-		if !ok {
-			return 0, HandOff
-		}
+	take := func(h Header) bool {
 		switch {
 		case fold(h.Name, "content-length"):
 			lengths++
 			cl, ok := decimal(h.Value)
-			if !ok {
-				return 0, HandOff
-			}
 			r.ContentLength = cl
+			return ok
 		case fold(h.Name, "transfer-encoding"):
 			encodings++
 			r.Chunked = string(h.Value) == "chunked"
-			if !r.Chunked {
-				return 0, HandOff
-			}
+			return r.Chunked
 		case fold(h.Name, "connection"):
-			if !f.tokens(h.Value) {
-				return 0, HandOff
-			}
+			return f.tokens(h.Value)
 		case fold(h.Name, "trailer"):
-			return 0, HandOff
+			return false
 		}
-		r.Headers = append(r.Headers, h)
+		return true
+	}
+	var ok bool
+	if r.Headers, ok = headerLines(rest, r.Headers, l.MaxHeaders, take); !ok {
+		return 0, HandOff
 	}
 	if lengths > 1 || encodings > 1 || r.Chunked && (lengths > 0 || r.Minor == 0) {
 		return 0, HandOff
