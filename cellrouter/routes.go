@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"gitlab.com/edge/edge/front"
+	"gitlab.com/edge/edge/hop"
 )
 
 // Routes are the router's routes in the front's table: runner and job traffic, and the legacy
@@ -21,7 +22,7 @@ func (p *Router) Routes() []front.Route {
 	}
 	return []front.Route{
 		{Name: "runner", Traffic: TrafficRunner.String(), Upgrade: front.UpgradeNone,
-			Paths: isRunnerPath, StrictPath: true,
+			Paths: isRunnerPath, StrictPath: true, Record: func(rec *hop.Record) { rec.Token = KindNone.String() },
 			Handler: trafficHandler{p, TrafficRunner}, Explain: explain(TrafficRunner)},
 		{Name: "legacy", Traffic: TrafficOther.String(), Upgrade: front.UpgradeWebSocket, Fallback: true,
 			Handler: trafficHandler{p, TrafficOther}, Explain: explain(TrafficOther)},

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
@@ -57,6 +58,36 @@ func TestRunnerRequestSpans(t *testing.T) {
 	}
 	if attrs["edge.token_kind"] == "" || attrs["edge.request_id"] == "" {
 		t.Errorf("server span lacks the token kind or request id: %v", attrs)
+	}
+}
+
+// A runner request the front door refuses before the router sees it (the path rule) still names
+// its token kind, none, and its cause in its span; a legacy request names no token kind.
+func TestRefusedRunnerRequestSpan(t *testing.T) {
+	exp := &spantest.Recorder{}
+	tr := spantest.NewTracer(t, 1, exp)
+	f := newFixture(t, func(o *Options) { o.Tracer = tr })
+	resp, _ := do(t, newReq(t, "GET", f.front.URL+"/api/v4/jobs/%2e%2e/request", nil))
+	if resp.StatusCode != 400 {
+		t.Fatalf("status %d, want 400", resp.StatusCode)
+	}
+	do(t, newReq(t, "GET", f.front.URL+"/users/sign_in", nil))
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, sp := range exp.Spans() {
+		if sp.SpanKind() != trace.SpanKindServer {
+			continue
+		}
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes() {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		kinds = append(kinds, attrs["edge.route"]+":"+attrs["edge.token_kind"]+":"+attrs["edge.cause"])
+	}
+	if want := []string{"runner:none:bad_path", "legacy::"}; !slices.Equal(kinds, want) {
+		t.Errorf("server spans (route:token_kind:cause) %v, want %v", kinds, want)
 	}
 }
 

@@ -105,6 +105,9 @@ func (f *Front) handle(rt *Routes, rec *hop.Record, r *http.Request, route *Rout
 		r, span = f.tracer.Server(r, trusted)
 	}
 	rec.Route = route.Name
+	if route.Record != nil {
+		route.Record(rec)
+	}
 	abort := false
 	if err != nil {
 		f.refuse(rec, r, err, route)

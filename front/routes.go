@@ -42,6 +42,10 @@ type Route struct {
 	// fields `edge explain` prints; an error is the refusal it would answer. nil: Rule alone.
 	Explain func(r *http.Request) (rule string, fields map[string]any, err error)
 	Rule    string
+	// Record, when set, fills in what every request on the route records before its handler or
+	// its refusal: the runner route's requests name their token kind ("none" until the router
+	// finds one), those the front refuses included.
+	Record func(*hop.Record)
 	// WriteError answers the front's refusals of this route (the path rule, the header policy) in
 	// the route's own format, as its handler answers errors: the aggregation's is a Kubernetes
 	// Status, which kubectl shows. nil: hop.Write's JSON.
