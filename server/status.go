@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"slices"
 	"time"
 
 	"gitlab.com/edge/edge/aggregate"
@@ -102,7 +103,20 @@ func (e *edge) status(ctx context.Context) Status {
 			m.status.status(ctx, &s)
 		}
 	}
+	slices.SortStableFunc(s.Certificates, func(a, b CertStatus) int { return certOrder(a.Source) - certOrder(b.Source) })
 	return s
+}
+
+// certOrder lists the certificates as the status page always has: the static one, the internal
+// listener's, then those ACME manages.
+func certOrder(source string) int {
+	switch source {
+	case "tls.static":
+		return 0
+	case "internal.tls":
+		return 1
+	}
+	return 2
 }
 
 // fleetLimit bounds how many agents the fleet view lists.
