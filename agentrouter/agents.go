@@ -167,12 +167,11 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // attempt carries one forwarding attempt's target and outcome through ReverseProxy's hooks.
 type attempt struct {
-	target  AgentTarget
-	holder  string
-	local   http.RoundTripper
-	err     error
-	body    *onceBody
-	written bool
+	target AgentTarget
+	holder string
+	local  http.RoundTripper
+	err    error
+	body   *onceBody
 }
 
 type attemptKey struct{}

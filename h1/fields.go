@@ -6,7 +6,6 @@ import "bytes"
 // reads them: the names compared without case.
 type fields struct {
 	hosts, lengths, encodings, expects int
-	connection                         [][]byte
 	keepAlive, close                   bool
 }
 

@@ -35,9 +35,6 @@ type Header struct {
 	Name, Value []byte
 }
 
-// HasBody says whether a body follows the head.
-func (r *Request) HasBody() bool { return r.Chunked || r.ContentLength > 0 }
-
 // Verdict is what Parse made of the bytes.
 type Verdict uint8
 
