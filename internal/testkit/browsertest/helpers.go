@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -51,10 +52,18 @@ func Click(t testing.TB, ctx context.Context, css string) {
 func Text(t testing.TB, ctx context.Context, css string) string {
 	t.Helper()
 	return run(t, ctx, func(ctx context.Context, tg *chromedp.Target) (string, error) {
-		if _, err := chromedp.WaitVisible(chromedp.CSS(css))(ctx, tg); err != nil {
-			return "", err
+		for {
+			if _, err := chromedp.WaitVisible(chromedp.CSS(css))(ctx, tg); err != nil {
+				return "", err
+			}
+			text, err := chromedp.Text(chromedp.CSS(css))(ctx, tg)
+			// The page may navigate between finding the element and reading it (a form just
+			// posted): the node is gone, and the element to read is on the next page.
+			if err != nil && strings.Contains(err.Error(), "No node with given id") && ctx.Err() == nil {
+				continue
+			}
+			return text, err
 		}
-		return chromedp.Text(chromedp.CSS(css))(ctx, tg)
 	})
 }
 
