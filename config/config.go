@@ -38,7 +38,16 @@ type Listen struct {
 	Internal          string `yaml:"internal"`           // edge-to-edge; needed with a registry
 	AdvertiseInternal string `yaml:"advertise_internal"` // URL other edges reach Internal at
 	SSH               string `yaml:"ssh"`                // SSH into workspaces; empty: off
+	// HTTP1 is who reads HTTP/1.1 on listen.public: "edge" (edge's own engine, handing what it
+	// does not read to net/http; the default) or "net/http" (net/http alone).
+	HTTP1 string `yaml:"http1"`
 }
+
+// HTTP1 engines.
+const (
+	HTTP1Edge    = "edge"
+	HTTP1NetHTTP = "net/http"
+)
 
 type Cell struct {
 	ID       uint64    `yaml:"id"`
@@ -110,7 +119,7 @@ func (l Log) AccessLog() bool { return l.Access == nil || *l.Access }
 // rule off when the file has no such section.
 func Default() *Config {
 	return &Config{
-		Listen: Listen{Public: ":8080", Ops: "127.0.0.1:9090"},
+		Listen: Listen{Public: ":8080", Ops: "127.0.0.1:9090", HTTP1: HTTP1Edge},
 		Routing: Routing{
 			ClassifyTimeout: Duration{2 * time.Second},
 			BodyTokenLimit:  32 << 10,

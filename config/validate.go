@@ -82,6 +82,9 @@ func (c *Config) validateListen(ch *checker) {
 	if l.AdvertiseInternal != "" {
 		requireURL(ch, "listen.advertise_internal", l.AdvertiseInternal)
 	}
+	if l.HTTP1 != HTTP1Edge && l.HTTP1 != HTTP1NetHTTP {
+		ch.add("listen.http1", "%q: want %q or %q", l.HTTP1, HTTP1Edge, HTTP1NetHTTP)
+	}
 }
 
 func (c *Config) validateCells(ch *checker) {

@@ -15,7 +15,12 @@ import (
 // newFront is the front door's own module: the public listener, its limits, the header policy
 // and the access log, and the drain's grace.
 func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
-	l := httpListener("listen.public", cfg.Listen.Public, phaseTraffic, d.front, limitedServer(cfg.Limits), d.log)
+	var l *listener
+	if cfg.Listen.HTTP1 == config.HTTP1Edge {
+		l = engineListener("listen.public", cfg.Listen.Public, phaseTraffic, d.front, limitedServer(cfg.Limits), d.log, d.guard)
+	} else {
+		l = httpListener("listen.public", cfg.Listen.Public, phaseTraffic, d.front, limitedServer(cfg.Limits), d.log)
+	}
 	l.max, l.tls = cfg.Limits.MaxConnections, tlsConfig
 	parkOn(l, d.parking)
 	// Access lines are batched (flushed every 100 ms and when the stage stops, after the
@@ -35,6 +40,7 @@ func newFront(cfg *config.Config, d deps, tlsConfig func() *tls.Config) module {
 			{name: "limits.read_header_timeout", same: func(a, b *config.Config) bool { return a.Limits.ReadHeaderTimeout == b.Limits.ReadHeaderTimeout }},
 			{name: "limits.max_header_bytes", same: func(a, b *config.Config) bool { return a.Limits.MaxHeaderBytes == b.Limits.MaxHeaderBytes }},
 			{name: "limits.idle_timeout", same: func(a, b *config.Config) bool { return a.Limits.IdleTimeout == b.Limits.IdleTimeout }},
+			{name: "listen.http1", same: func(a, b *config.Config) bool { return a.Listen.HTTP1 == b.Listen.HTTP1 }},
 			{name: "limits.max_connections", same: func(a, b *config.Config) bool { return a.Limits.MaxConnections == b.Limits.MaxConnections }},
 			{name: "log.level", same: func(a, b *config.Config) bool { return a.Log.Level == b.Log.Level }},
 			{name: "log.format", same: func(a, b *config.Config) bool { return a.Log.Format == b.Log.Format }},

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"gitlab.com/edge/edge/engine"
 	"gitlab.com/edge/edge/internal/guard"
 )
 
@@ -105,6 +106,33 @@ func httpListener(setting, addr string, p phase, h http.Handler, srv *http.Serve
 			if err := srv.Shutdown(ctx); err != nil {
 				log.Warn("grace period over; closing remaining connections", "listener", setting, "error", err)
 				srv.Close()
+			}
+		}}
+}
+
+// engineListener serves h on the listener of setting through edge's own HTTP/1.1 engine, which
+// hands what it does not read to srv: requests in flight get until the stop's context ends to
+// finish, then what remains is closed.
+func engineListener(setting, addr string, p phase, h http.Handler, srv *http.Server, log *slog.Logger, g *guard.Guard) *listener {
+	srv.Handler = h
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	e := engine.New(engine.Options{Handler: h, Fallback: srv, Log: log, Guard: g})
+	return &listener{setting: setting, addr: addr, phase: p,
+		serve: func(ln net.Listener, t *tls.Config) error {
+			if t != nil {
+				// Its own copy: net/http adjusts the config it serves with, while the listener
+				// handshakes with the original.
+				srv.TLSConfig = t.Clone()
+			}
+			if err := e.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+		shutdown: func(ctx context.Context) {
+			if err := e.Shutdown(ctx); err != nil {
+				log.Warn("grace period over; closing remaining connections", "listener", setting, "error", err)
+				e.Close()
 			}
 		}}
 }

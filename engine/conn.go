@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gitlab.com/edge/edge/h1"
+)
+
+// A connection's state, as the drain sees it.
+const (
+	stateNew    int32 = iota // accepted, its first request not yet begun
+	stateIdle                // between requests: the drain closes it
+	stateActive              // reading or serving a request
+)
+
+// readBufferSize is a connection's read buffer, and so the largest head the engine reads: a
+// larger one goes to net/http, which reads up to limits.max_header_bytes.
+const readBufferSize = 4 << 10
+
+type conn struct {
+	s       *Server
+	rwc     net.Conn
+	tls     *tls.ConnectionState
+	remote  string
+	ctx     context.Context // the connection's: its requests' contexts derive from it
+	br      *bufio.Reader
+	bw      *bufio.Writer
+	head    h1.Request
+	state   atomic.Int32
+	served  int
+	watcher watcher
+	w       response // reused: a request's answer
+	keys    []string // reused: header names, sorted for writing
+}
+
+func (s *Server) newConn(rwc net.Conn) *conn {
+	c := &conn{s: s, rwc: rwc, remote: rwc.RemoteAddr().String()}
+	c.ctx = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, s.fallback), http.LocalAddrContextKey, rwc.LocalAddr())
+	c.watcher.c = c
+	return c
+}
+
+// serve runs the connection: requests one after another until it closes, is handed off, or is
+// hijacked. A panic here ends the connection, never the process.
+func (c *conn) serve() {
+	keep := false // the connection is no longer the engine's: handed off or hijacked
+	defer func() {
+		if v := recover(); v != nil {
+			c.s.guard.Caught("connection", v)
+			keep = false
+		}
+		c.watcher.disarm()
+		if !keep {
+			c.rwc.Close()
+		}
+		c.s.remove(c)
+		c.release()
+	}()
+	if tc, ok := c.rwc.(*tls.Conn); ok && !c.handshake(tc) {
+		return
+	} else if ok && c.tls.NegotiatedProtocol == "h2" {
+		keep = c.s.handoff.give(tc)
+		return
+	}
+	c.br = c.s.readers.get(c.rwc)
+	c.bw = c.s.writers.get(c.rwc)
+	for {
+		n, v, ok := c.readHead()
+		if !ok {
+			return
+		}
+		if v == h1.HandOff {
+			keep = c.handOff()
+			return
+		}
+		switch c.serveRequest(n) {
+		case hijacked:
+			keep = true
+			return
+		case closeAfter:
+			return
+		}
+	}
+}
+
+func (c *conn) handshake(tc *tls.Conn) bool {
+	if d := c.s.readHeaderTimeout; d > 0 {
+		tc.SetDeadline(time.Now().Add(d))
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.s.log.Debug("TLS handshake failed", "remote", c.remote, "error", err)
+		return false
+	}
+	tc.SetDeadline(time.Time{})
+	state := tc.ConnectionState()
+	c.tls = &state
+	return true
+}
+
+// readHead reads until the buffer holds a whole head (Accept, n its length) or bytes for net/http
+// (HandOff); false: the connection ended, timed out, or drains while idle.
+func (c *conn) readHead() (n int, v h1.Verdict, ok bool) {
+	if c.br.Buffered() == 0 {
+		wait := c.s.idleTimeout
+		if c.served == 0 {
+			wait = c.s.readHeaderTimeout
+		}
+		c.deadline(wait)
+		// The deadline first, then the state, then the drain: a drain that begins meanwhile either
+		// sees this connection idle, or is seen here.
+		c.state.Store(stateIdle)
+		if c.s.draining.Load() {
+			return 0, 0, false
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			return 0, 0, false
+		}
+	}
+	c.state.Store(stateActive)
+	c.deadline(c.s.readHeaderTimeout)
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		n, v = h1.Parse(buf, &c.head, c.s.limits)
+		if v != h1.NeedMore {
+			return n, v, true
+		}
+		if len(buf) == c.br.Size() {
+			return 0, h1.HandOff, true // a head larger than the buffer
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			return 0, 0, false
+		}
+	}
+}
+
+func (c *conn) deadline(d time.Duration) {
+	if d > 0 {
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+	} else {
+		c.rwc.SetReadDeadline(time.Time{})
+	}
+}
+
+// handOff gives the connection, with the bytes read of it, to the fallback server.
+func (c *conn) handOff() bool {
+	c.rwc.SetReadDeadline(time.Time{})
+	read, _ := c.br.Peek(c.br.Buffered())
+	hc := &handedConn{Conn: c.rwc, prefix: bytes.NewReader(bytes.Clone(read)), tls: c.tls}
+	c.s.remove(c)
+	return c.s.handoff.give(hc)
+}
+
+// release gives the connection's buffers back for the next one.
+func (c *conn) release() {
+	if c.br != nil {
+		c.s.readers.put(c.br)
+		c.br = nil
+	}
+	if c.bw != nil {
+		c.s.writers.put(c.bw)
+		c.bw = nil
+	}
+}
+
+// readerPool and writerPool keep connections' buffers between connections.
+type readerPool struct{ pool sync.Pool }
+
+func (p *readerPool) get(c net.Conn) *bufio.Reader {
+	if br, ok := p.pool.Get().(*bufio.Reader); ok {
+		br.Reset(c)
+		return br
+	}
+	return bufio.NewReaderSize(c, readBufferSize)
+}
+
+func (p *readerPool) put(br *bufio.Reader) {
+	br.Reset(nil)
+	p.pool.Put(br)
+}
+
+type writerPool struct{ pool sync.Pool }
+
+func (p *writerPool) get(c net.Conn) *bufio.Writer {
+	if bw, ok := p.pool.Get().(*bufio.Writer); ok {
+		bw.Reset(c)
+		return bw
+	}
+	return bufio.NewWriterSize(c, writeBufferSize)
+}
+
+func (p *writerPool) put(bw *bufio.Writer) {
+	bw.Reset(nil)
+	p.pool.Put(bw)
+}
+
+const writeBufferSize = 4 << 10

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// outcome is what a served request leaves of its connection.
+type outcome uint8
+
+const (
+	keepOpen outcome = iota
+	closeAfter
+	hijacked
+)
+
+// maxDiscard is how much of a body its handler left unread the engine reads to keep the
+// connection (net/http's figure); more, and the connection closes instead.
+const maxDiscard = 256 << 10
+
+// serveRequest serves the request whose head is the buffer's first n bytes.
+func (c *conn) serveRequest(n int) outcome {
+	r, err := c.request(n)
+	c.served++
+	if err != nil {
+		// A target net/http's own parse refuses after h1 took it: answer as net/http does.
+		c.bw.WriteString("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request")
+		c.bw.Flush()
+		return closeAfter
+	}
+	c.rwc.SetReadDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	r = r.WithContext(ctx)
+	w := &c.w
+	w.reset(c, r)
+	c.watcher.arm(cancel, w.body)
+	c.s.handler.ServeHTTP(w, r)
+	if w.hijacked {
+		return hijacked
+	}
+	c.watcher.disarm()
+	if !w.finish() || c.watcher.gone {
+		return closeAfter
+	}
+	if w.body != nil && !w.body.drain(c.s.readHeaderTimeout) {
+		return closeAfter
+	}
+	if c.s.draining.Load() {
+		return closeAfter
+	}
+	return keepOpen
+}
+
+// request makes the http.Request of the head in the buffer, as net/http's server makes it: the
+// strings in one allocation, Host out of the header map, Transfer-Encoding read into the
+// request's fields.
+func (c *conn) request(n int) (*http.Request, error) {
+	head := &c.head
+	raw, _ := c.br.Peek(n)
+	s := string(raw) // every string of the request points into this one
+	at := func(b []byte) string {
+		if len(b) == 0 {
+			return ""
+		}
+		i := cap(raw) - cap(b) // both slices of one buffer, ending where it ends
+		return s[i : i+len(b)]
+	}
+	target := at(head.Target)
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return nil, err
+	}
+	r := &http.Request{
+		Method:     at(head.Method),
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1, ProtoMinor: head.Minor,
+		Header:     make(http.Header, len(head.Headers)),
+		Host:       at(head.Host),
+		RemoteAddr: c.remote,
+		RequestURI: target,
+		Close:      head.Close,
+		TLS:        c.tls,
+	}
+	if head.Minor == 0 {
+		r.Proto = "HTTP/1.0"
+	}
+	values := make([]string, len(head.Headers))
+	for i, h := range head.Headers {
+		name := textproto.CanonicalMIMEHeaderKey(at(h.Name))
+		switch name {
+		case "Host", "Transfer-Encoding":
+			continue
+		}
+		values[i] = at(h.Value)
+		if old, ok := r.Header[name]; ok {
+			r.Header[name] = append(old, values[i])
+		} else {
+			r.Header[name] = values[i : i+1 : i+1]
+		}
+	}
+	c.br.Discard(n)
+	switch {
+	case head.Chunked:
+		r.ContentLength = -1
+		r.TransferEncoding = []string{"chunked"}
+		r.Body = c.newBody(-1, head.Expect100)
+	case head.ContentLength > 0:
+		r.ContentLength = head.ContentLength
+		r.Body = c.newBody(head.ContentLength, head.Expect100)
+	default:
+		r.Body = http.NoBody
+	}
+	return r, nil
+}
+
+// hasToken says whether a comma-separated header value names token, without case.
+func hasToken(v, token string) bool {
+	for part := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(strings.TrimSpace(part), token) {
+			return true
+		}
+	}
+	return false
+}
