@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -12,20 +13,24 @@ import (
 
 // body is a request's body, read from the connection's buffer and then the connection: by its
 // Content-Length, or chunked. It may be read from another goroutine than the handler's (a
-// transport's), so it locks.
+// transport's), so it locks; it ends and discards as net/http's server body does.
 type body struct {
 	c         *conn
 	mu        sync.Mutex
-	remaining int64            // by Content-Length
+	remaining int64             // by Content-Length
 	chunked   *h1.ChunkedReader // nil: by Content-Length
-	expect100 bool             // the client waits for 100 Continue, not yet sent
+	expecting bool              // the client asked for 100 Continue
+	expect100 atomic.Bool       // ... and it is still to be sent, on the first read
 	closed    bool
+	early     bool        // closed with more left than the engine reads to keep the connection
 	err       error       // sticky
 	done      atomic.Bool // read to its end
+	sawEOF    atomic.Bool // a read returned io.EOF
 }
 
 func (c *conn) newBody(n int64, expect100 bool) *body {
-	b := &body{c: c, remaining: n, expect100: expect100}
+	b := &body{c: c, remaining: n, expecting: expect100}
+	b.expect100.Store(expect100)
 	if n < 0 {
 		b.chunked = h1.NewChunkedReader(c.br)
 	}
@@ -41,16 +46,18 @@ func (b *body) Read(p []byte) (int, error) {
 	return b.read(p)
 }
 
-func (b *body) read(p []byte) (int, error) {
+func (b *body) read(p []byte) (n int, err error) {
+	defer func() {
+		if err == io.EOF {
+			b.sawEOF.Store(true)
+		}
+	}()
 	if b.err != nil {
 		return 0, b.err
 	}
-	if b.expect100 {
-		b.expect100 = false
+	if b.expect100.Load() {
 		b.c.w.writeContinue()
 	}
-	var n int
-	var err error
 	if b.chunked != nil {
 		n, err = b.chunked.Read(p)
 	} else {
@@ -66,29 +73,75 @@ func (b *body) read(p []byte) (int, error) {
 			err = io.ErrUnexpectedEOF
 		}
 	}
-	if err != nil {
+	switch {
+	case err == io.EOF, b.chunked == nil && err == io.ErrUnexpectedEOF:
+		// The connection's end ends the body too: later reads see io.EOF, as net/http's do,
+		// and what follows is the connection's to find.
+		b.err = io.EOF
+		b.done.Store(true)
+	case err != nil:
 		b.err = err
-		if err == io.EOF {
-			b.done.Store(true)
+		if errors.Is(err, h1.ErrChunked) {
+			b.c.s.refusedBodies.Add(1)
 		}
 	}
 	return n, err
 }
 
-// Close ends the handler's reading; what is left is drained after its answer.
+// Close ends the handler's reading, reading what is left up to maxDiscard so that the
+// connection can serve its next request, as net/http's server body does.
 func (b *body) Close() error {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	var err error
+	switch {
+	case b.done.Load():
+	case b.chunked == nil && b.remaining > maxDiscard, b.expect100.Swap(false):
+		// Too much to read, or a client still waiting for its 100 Continue: it will not send.
+		b.early = true
+	default:
+		var n int64
+		n, err = io.CopyN(io.Discard, lockedBody{b}, maxDiscard)
+		if err == io.EOF {
+			err = nil
+		}
+		if n == maxDiscard {
+			b.early = true
+		}
+	}
 	b.closed = true
-	b.mu.Unlock()
-	return nil
+	return err
 }
 
-// drain reads what the handler left of the body, up to maxDiscard and within timeout, so that the
-// connection can serve its next request; false: it cannot (too much left, the client never got
-// its 100 Continue, the body broke or stalled), and the connection closes.
-func (b *body) drain(timeout time.Duration) bool {
+// closedEarly: the body was closed before its end.
+func (b *body) closedEarly() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.early || b.closed && !b.done.Load()
+}
+
+type lockedBody struct{ b *body }
+
+func (l lockedBody) Read(p []byte) (int, error) { return l.b.read(p) }
+
+// discarded is what became of a body left unread when the answer's head goes out.
+type discarded uint8
+
+const (
+	discardDone   discarded = iota // read to its end: the connection stays
+	discardTooBig                  // more left than the engine reads: the connection closes
+	discardFailed                  // the body broke or stalled: the connection closes
+)
+
+// discard reads what the handler left of the body before its answer goes out (a client that
+// sends its whole request before reading could not take the answer otherwise), up to maxDiscard
+// and within timeout.
+func (b *body) discard(timeout time.Duration) discarded {
 	if b.done.Load() {
-		return true
+		return discardDone
 	}
 	if timeout > 0 {
 		// A read still blocked in another goroutine ends by this deadline too.
@@ -97,19 +150,21 @@ func (b *body) drain(timeout time.Duration) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.expect100 || b.err != nil && b.err != io.EOF || b.chunked == nil && b.remaining > maxDiscard {
-		return false
+	switch {
+	case b.closed && !b.done.Load():
+		return discardFailed
+	case b.closed:
+		return discardDone
+	case b.chunked == nil && b.remaining >= maxDiscard:
+		return discardTooBig
 	}
-	var scratch [4 << 10]byte
-	for read := 0; read <= maxDiscard; {
-		n, err := b.read(scratch[:])
-		read += n
-		if err == io.EOF {
-			return true
-		}
-		if err != nil {
-			return false
-		}
+	_, err := io.CopyN(io.Discard, lockedBody{b}, maxDiscard+1)
+	switch err {
+	case nil:
+		return discardTooBig
+	case io.EOF:
+		b.closed = true
+		return discardDone
 	}
-	return false
+	return discardFailed
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -26,19 +27,21 @@ const (
 const readBufferSize = 4 << 10
 
 type conn struct {
-	s       *Server
-	rwc     net.Conn
-	tls     *tls.ConnectionState
-	remote  string
-	ctx     context.Context // the connection's: its requests' contexts derive from it
-	br      *bufio.Reader
-	bw      *bufio.Writer
-	head    h1.Request
-	state   atomic.Int32
-	served  int
-	watcher watcher
-	w       response // reused: a request's answer
-	keys    []string // reused: header names, sorted for writing
+	s      *Server
+	rwc    net.Conn
+	tls    *tls.ConnectionState
+	remote string
+	ctx    context.Context // the connection's: its requests' contexts derive from it
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	head   h1.Request
+	state  atomic.Int32
+	served int
+	// lastPOST: the last request was a POST.
+	lastPOST bool
+	watcher  watcher
+	w        response // reused: a request's answer
+	keys     []string // reused: header names, sorted for writing
 }
 
 func (s *Server) newConn(rwc net.Conn) *conn {
@@ -81,7 +84,12 @@ func (c *conn) serve() {
 			keep = c.handOff()
 			return
 		}
-		switch c.serveRequest(n) {
+		r, err := c.request(n)
+		if err != nil {
+			keep = c.handOff() // a target net/http's own parse refuses: its answer, as always
+			return
+		}
+		switch c.serveRequest(r) {
 		case hijacked:
 			keep = true
 			return
@@ -110,20 +118,28 @@ func (c *conn) handshake(tc *tls.Conn) bool {
 // readHead reads until the buffer holds a whole head (Accept, n its length) or bytes for net/http
 // (HandOff); false: the connection ended, timed out, or drains while idle.
 func (c *conn) readHead() (n int, v h1.Verdict, ok bool) {
-	if c.br.Buffered() == 0 {
-		wait := c.s.idleTimeout
-		if c.served == 0 {
-			wait = c.s.readHeaderTimeout
+	if c.served == 0 {
+		c.deadline(c.s.readHeaderTimeout)
+		if _, err := c.br.Peek(1); err != nil {
+			return 0, 0, false
 		}
-		c.deadline(wait)
+	} else {
+		c.deadline(c.s.idleTimeout)
 		// The deadline first, then the state, then the drain: a drain that begins meanwhile either
 		// sees this connection idle, or is seen here.
 		c.state.Store(stateIdle)
 		if c.s.draining.Load() {
 			return 0, 0, false
 		}
-		if _, err := c.br.Peek(1); err != nil {
+		// Four bytes, as net/http waits for before it reads a next request: fewer, and the
+		// connection ends without an answer.
+		peek, err := c.br.Peek(4)
+		if err != nil {
 			return 0, 0, false
+		}
+		if c.lastPOST {
+			// Blank lines after a POST's body, which old clients send, are skipped (net/http).
+			c.br.Discard(len(peek) - len(bytes.TrimLeft(peek, "\r\n")))
 		}
 	}
 	c.state.Store(stateActive)
@@ -138,7 +154,9 @@ func (c *conn) readHead() (n int, v h1.Verdict, ok bool) {
 			return 0, h1.HandOff, true // a head larger than the buffer
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
-			return 0, 0, false
+			// A head cut short: net/http reads what came and answers it as it would (400); one
+			// that stalled past the timeout closes, as net/http closes it.
+			return 0, h1.HandOff, !isTimeout(err)
 		}
 	}
 }
@@ -204,3 +222,8 @@ func (p *writerPool) put(bw *bufio.Writer) {
 }
 
 const writeBufferSize = 4 << 10
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -22,16 +22,10 @@ const (
 // connection (net/http's figure); more, and the connection closes instead.
 const maxDiscard = 256 << 10
 
-// serveRequest serves the request whose head is the buffer's first n bytes.
-func (c *conn) serveRequest(n int) outcome {
-	r, err := c.request(n)
+// serveRequest serves r, read from the connection.
+func (c *conn) serveRequest(r *http.Request) outcome {
 	c.served++
-	if err != nil {
-		// A target net/http's own parse refuses after h1 took it: answer as net/http does.
-		c.bw.WriteString("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request")
-		c.bw.Flush()
-		return closeAfter
-	}
+	c.lastPOST = r.Method == http.MethodPost
 	c.rwc.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
@@ -44,19 +38,14 @@ func (c *conn) serveRequest(n int) outcome {
 		return hijacked
 	}
 	c.watcher.disarm()
-	if !w.finish() || c.watcher.gone {
-		return closeAfter
-	}
-	if w.body != nil && !w.body.drain(c.s.readHeaderTimeout) {
-		return closeAfter
-	}
-	if c.s.draining.Load() {
+	if !w.finish() || c.watcher.gone || c.s.draining.Load() {
 		return closeAfter
 	}
 	return keepOpen
 }
 
-// request makes the http.Request of the head in the buffer, as net/http's server makes it: the
+// request makes the http.Request of the head, the buffer's first n bytes, and takes them out of
+// the buffer, as net/http's server makes it: the
 // strings in one allocation, Host out of the header map, Transfer-Encoding read into the
 // request's fields.
 func (c *conn) request(n int) (*http.Request, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,26 +17,31 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// response is a request's http.ResponseWriter, written to the connection as net/http's server
-// writes one: a small answer gets its Content-Length, a longer one is chunked (closed after, in
-// HTTP/1.0), a HEAD or a 204 or 304 none; Date, a sniffed Content-Type and Connection as net/http
-// sets them.
+// response is a request's http.ResponseWriter, written to the connection byte for byte as
+// net/http's server writes one: the handler's writes go through a 2 KiB buffer, so a small answer
+// gets its Content-Length and a longer one is chunked (closed after, in HTTP/1.0); Date, a
+// sniffed Content-Type and Connection are added in net/http's order; the request body is read
+// or discarded as net/http does before the head goes out (TestSameBytesAsNetHTTP holds this).
 type response struct {
-	c           *conn
-	req         *http.Request
-	body        *body // nil: no body
-	header      http.Header
-	status      int
-	wroteHeader bool
-	hijacked    bool
-	noBody      bool  // HEAD, 1xx, 204, 304
-	declared    int64 // the handler's Content-Length; -1: none
-	written     int64
-	chunking    bool
-	closeAfter  bool
-	err         error // sticky: the connection failed
-	pending     []byte
-	buffer      [2 << 10]byte // the answer's start, held to learn its length
+	c            *conn
+	req          *http.Request
+	body         *body       // nil: no body
+	header       http.Header // the handler's
+	sent         http.Header // the header as it was at WriteHeader: what the head says
+	calledHeader bool
+	trailers     []string // declared in the head's Trailer
+	status       int
+	wroteHeader  bool
+	hijacked     bool
+	handlerDone  bool
+	fullDuplex   bool
+	declared     int64 // the answer's Content-Length; -1: none
+	written      int64
+	chunking     bool
+	closeAfter   bool
+	err          error         // sticky: the connection failed
+	w            *bufio.Writer // the handler's writes, in front of the head and framing
+	chunks       chunkWriter
 
 	mu        sync.Mutex // committed, and the connection's writer before it: a 100 Continue
 	committed bool       // the head is written
@@ -43,11 +49,22 @@ type response struct {
 
 func (w *response) reset(c *conn, r *http.Request) {
 	b, _ := r.Body.(*body)
-	*w = response{c: c, req: r, body: b, header: make(http.Header), declared: -1}
-	w.pending = w.buffer[:0]
+	*w = response{c: c, req: r, body: b, header: make(http.Header), declared: -1, w: w.w}
+	w.chunks.res = w
+	if w.w == nil {
+		w.w = bufio.NewWriterSize(&w.chunks, bufferBeforeChunking)
+	} else {
+		w.w.Reset(&w.chunks)
+	}
 }
 
-func (w *response) Header() http.Header { return w.header }
+// bufferBeforeChunking is net/http's: an answer this short, written whole, gets a length.
+const bufferBeforeChunking = 2048
+
+func (w *response) Header() http.Header {
+	w.calledHeader = true
+	return w.header
+}
 
 func (w *response) WriteHeader(code int) {
 	if w.hijacked || w.wroteHeader {
@@ -61,12 +78,16 @@ func (w *response) WriteHeader(code int) {
 		return
 	}
 	w.wroteHeader, w.status = true, code
-	w.noBody = w.req.Method == http.MethodHead || code < 200 || code == http.StatusNoContent || code == http.StatusNotModified
+	w.sent = w.header
+	if w.calledHeader {
+		w.sent = w.header.Clone() // what the handler sets from now on is not in the head
+	}
 	if cl := w.header.Get("Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.declared = n
 		} else {
 			w.header.Del("Content-Length")
+			w.sent.Del("Content-Length")
 		}
 	}
 }
@@ -75,40 +96,38 @@ func (w *response) Write(p []byte) (int, error) {
 	if w.hijacked {
 		return 0, http.ErrHijacked
 	}
+	w.noContinue()
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if w.err != nil {
-		return 0, w.err
+	if len(p) == 0 {
+		return 0, nil
 	}
-	if w.noBody {
-		if w.req.Method == http.MethodHead {
-			w.written += int64(len(p))
-			return len(p), nil
-		}
+	if !bodyAllowed(w.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
-	if w.declared >= 0 && w.written+int64(len(p)) > w.declared {
+	w.written += int64(len(p))
+	if w.declared >= 0 && w.written > w.declared {
 		return 0, http.ErrContentLength
 	}
-	w.written += int64(len(p))
-	if !w.committed {
-		if len(w.pending)+len(p) <= cap(w.pending) {
-			w.pending = append(w.pending, p...)
-			return len(p), nil
-		}
-		w.commit(false)
-	}
-	w.writeBody(p)
-	if w.err != nil {
-		return 0, w.err
-	}
-	return len(p), nil
+	return w.w.Write(p)
 }
 
-func (w *response) writeBody(p []byte) {
-	if len(p) == 0 || w.err != nil {
-		return
+func bodyAllowed(code int) bool {
+	return code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified
+}
+
+// chunkWriter frames what the handler's buffer lets through: the head before the first bytes,
+// then the bytes, chunked or not.
+type chunkWriter struct{ res *response }
+
+func (cw *chunkWriter) Write(p []byte) (int, error) {
+	w := cw.res
+	if !w.committed {
+		w.commit(p)
+	}
+	if w.req.Method == http.MethodHead {
+		return len(p), nil
 	}
 	bw := w.c.bw
 	if w.chunking {
@@ -116,93 +135,196 @@ func (w *response) writeBody(p []byte) {
 		bw.Write(strconv.AppendInt(size[:0], int64(len(p)), 16))
 		bw.WriteString("\r\n")
 	}
-	bw.Write(p)
-	if w.chunking {
-		bw.WriteString("\r\n")
+	n, err := bw.Write(p)
+	if w.chunking && err == nil {
+		_, err = bw.WriteString("\r\n")
 	}
-	if _, err := bw.Write(nil); err != nil {
+	if err != nil {
+		w.fail(err)
+	}
+	return n, err
+}
+
+// fail notes a write that failed: the connection is done.
+func (w *response) fail(err error) {
+	if w.err == nil {
 		w.err = err
+		w.c.rwc.Close()
 	}
 }
 
-// commit writes the head and the body held so far; final: the handler has returned, so the held
-// bytes are the whole body and give its Content-Length.
-func (w *response) commit(final bool) {
+// commit writes the head, p being the body's first bytes (all of it once the handler is done).
+func (w *response) commit(p []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.committed = true
-	h, req := w.header, w.req
-	_, hasType := h["Content-Type"]
-	if te := h.Get("Transfer-Encoding"); te != "" {
-		h.Del("Transfer-Encoding") // the engine frames the body itself
-	}
-	switch {
-	case w.declared >= 0:
-	case w.noBody:
-		if final && req.Method == http.MethodHead && w.written > 0 {
-			h.Set("Content-Length", strconv.FormatInt(w.written, 10))
+	h, req := w.sent, w.req
+	isHEAD := req.Method == http.MethodHead
+	keepAlives := !w.c.s.draining.Load()
+	trailers := false
+	for k := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			trailers = true
 		}
-	case final:
-		h.Set("Content-Length", strconv.Itoa(len(w.pending)))
-	case req.ProtoAtLeast(1, 1):
-		w.chunking = true
-	default:
-		w.closeAfter = true // HTTP/1.0 without a length: the end is the connection's
 	}
-	if !hasType && !w.noBody && len(w.pending) > 0 {
-		h.Set("Content-Type", http.DetectContentType(w.pending))
+	for _, v := range h["Trailer"] {
+		trailers = true
+		for name := range strings.SplitSeq(v, ",") {
+			if name = http.CanonicalHeaderKey(textproto.TrimString(name)); name != "" && httpguts.ValidTrailerHeader(name) {
+				w.trailers = append(w.trailers, name)
+			}
+		}
 	}
-	if hasToken(h.Get("Connection"), "close") || req.Close || w.c.s.draining.Load() {
+	te := h.Get("Transfer-Encoding")
+	hasTE := te != ""
+	var extra extraHeader
+	if w.handlerDone && !trailers && !hasTE && bodyAllowed(w.status) && !has(h, "Content-Length") && (!isHEAD || len(p) > 0) {
+		w.declared = int64(len(p))
+		extra.contentLength = strconv.AppendInt(extra.lengthBuf[:0], int64(len(p)), 10)
+	}
+	hasCL := w.declared != -1
+	wants10KeepAlive := req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header.Get("Connection"), "keep-alive")
+	if wants10KeepAlive && (isHEAD || hasCL || !bodyAllowed(w.status)) {
+		if _, set := h["Connection"]; !set {
+			extra.connection = "keep-alive"
+		}
+	} else if !req.ProtoAtLeast(1, 1) || req.Close || hasToken(req.Header.Get("Connection"), "close") {
 		w.closeAfter = true
 	}
-	switch {
-	case w.closeAfter && req.ProtoAtLeast(1, 1):
-		h.Set("Connection", "close")
-	case w.closeAfter:
-		h.Del("Connection")
-	case !req.ProtoAtLeast(1, 1):
-		h.Set("Connection", "keep-alive")
+	if h.Get("Connection") == "close" || !keepAlives {
+		w.closeAfter = true
 	}
-	bw := w.c.bw
+	if b := w.body; b != nil && b.expecting && !b.sawEOF.Load() {
+		w.closeAfter = true // the client waited for a 100 Continue it never got, or its body is unread
+	}
+	if req.ContentLength != 0 && !w.closeAfter && !w.fullDuplex && w.body != nil {
+		switch w.body.discard(w.c.s.readHeaderTimeout) {
+		case discardTooBig:
+			w.closeAfter = true
+			h.Del("Connection")
+			extra.connection = "close"
+		case discardFailed:
+			w.closeAfter = true
+		}
+	}
+	if bodyAllowed(w.status) {
+		_, haveType := h["Content-Type"]
+		if h.Get("Content-Encoding") == "" && !haveType && !hasTE && len(p) > 0 {
+			extra.contentType = http.DetectContentType(p)
+		}
+	} else {
+		h.Del("Content-Length")
+		h.Del("Transfer-Encoding")
+		if w.status == http.StatusNotModified {
+			h.Del("Content-Type")
+		}
+	}
+	if !has(h, "Date") {
+		extra.date = w.c.s.date()
+	}
+	if hasCL && hasTE && te != "identity" {
+		h.Del("Content-Length")
+		hasCL = false
+	}
+	switch {
+	case isHEAD || !bodyAllowed(w.status):
+		h.Del("Transfer-Encoding")
+	case hasCL:
+		h.Del("Transfer-Encoding")
+	case req.ProtoAtLeast(1, 1) && te == "identity":
+		w.closeAfter = true
+		h.Del("Transfer-Encoding")
+	case req.ProtoAtLeast(1, 1):
+		w.chunking = true
+		extra.transferEncoding = "chunked"
+		if te == "chunked" {
+			h.Del("Transfer-Encoding")
+		}
+	default:
+		w.closeAfter = true
+		h.Del("Transfer-Encoding")
+	}
+	if w.chunking {
+		h.Del("Content-Length")
+	}
+	if w.closeAfter && (!keepAlives || !hasToken(h.Get("Connection"), "close")) && w.status != http.StatusSwitchingProtocols {
+		h.Del("Connection")
+		if req.ProtoAtLeast(1, 1) {
+			extra.connection = "close"
+		}
+	}
 	w.statusLine(w.status)
-	if _, ok := h["Date"]; !ok {
+	w.headers(h, false)
+	extra.write(w.c.bw)
+	w.c.bw.WriteString("\r\n")
+}
+
+func has(h http.Header, key string) bool {
+	_, ok := h[key]
+	return ok
+}
+
+// extraHeader is what the engine adds to the handler's header, written after it in net/http's
+// order.
+type extraHeader struct {
+	date, contentLength                       []byte
+	contentType, connection, transferEncoding string
+	lengthBuf                                 [20]byte
+}
+
+func (e *extraHeader) write(bw *bufio.Writer) {
+	if e.date != nil {
 		bw.WriteString("Date: ")
-		bw.Write(w.c.s.date())
+		bw.Write(e.date)
 		bw.WriteString("\r\n")
 	}
-	w.headers(h)
-	if w.chunking {
-		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	if e.contentLength != nil {
+		bw.WriteString("Content-Length: ")
+		bw.Write(e.contentLength)
+		bw.WriteString("\r\n")
 	}
-	bw.WriteString("\r\n")
-	if !w.noBody {
-		w.writeBody(w.pending)
-	}
-	w.pending = nil
-	if _, err := bw.Write(nil); err != nil {
-		w.err = err
+	for _, kv := range [...][2]string{{"Content-Type", e.contentType}, {"Connection", e.connection}, {"Transfer-Encoding", e.transferEncoding}} {
+		if kv[1] != "" {
+			bw.WriteString(kv[0])
+			bw.WriteString(": ")
+			bw.WriteString(kv[1])
+			bw.WriteString("\r\n")
+		}
 	}
 }
 
 func (w *response) statusLine(code int) {
 	bw := w.c.bw
+	if w.req.ProtoAtLeast(1, 1) {
+		bw.WriteString("HTTP/1.1 ")
+	} else {
+		bw.WriteString("HTTP/1.0 ")
+	}
+	text := http.StatusText(code)
+	if text == "" {
+		fmt.Fprintf(bw, "%03d status code %d\r\n", code, code)
+		return
+	}
 	var num [8]byte
-	bw.WriteString("HTTP/1.1 ")
 	bw.Write(strconv.AppendInt(num[:0], int64(code), 10))
 	bw.WriteByte(' ')
-	bw.WriteString(http.StatusText(code))
+	bw.WriteString(text)
 	bw.WriteString("\r\n")
 }
 
-// headers writes h sorted by name, as net/http does: names it would not send are left out, and a
-// CR or LF in a value is sent as a space.
-func (w *response) headers(h http.Header) {
+// headers writes h sorted by name, as net/http does: names it would not send are left out, a CR
+// or LF in a value is sent as a space; noBody leaves out the body's framing (a 1xx answer).
+func (w *response) headers(h http.Header, noBody bool) {
 	bw := w.c.bw
 	keys := w.c.keys[:0]
 	for k := range h {
-		if !strings.HasPrefix(k, http.TrailerPrefix) && httpguts.ValidHeaderFieldName(k) {
-			keys = append(keys, k)
+		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) {
+			continue
 		}
+		if noBody && (k == "Content-Length" || k == "Transfer-Encoding") {
+			continue
+		}
+		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -217,36 +339,36 @@ func (w *response) headers(h http.Header) {
 	w.c.keys = keys[:0]
 }
 
+// writeValue writes a header value as net/http does: CR and LF become spaces, and the value is
+// trimmed of the whitespace around it.
 func writeValue(bw *bufio.Writer, v string) {
-	for {
-		i := strings.IndexAny(v, "\r\n")
-		if i < 0 {
-			bw.WriteString(strings.TrimSpace(v))
-			return
-		}
-		bw.WriteString(v[:i])
-		bw.WriteByte(' ')
-		v = v[i+1:]
+	if strings.ContainsAny(v, "\r\n") {
+		v = strings.NewReplacer("\r\n", "  ", "\r", " ", "\n", " ").Replace(v)
 	}
+	bw.WriteString(textproto.TrimString(v))
 }
 
 // interim writes a 1xx answer's head at once (103 Early Hints, a cell's 100 Continue).
 func (w *response) interim(code int) {
+	if code == http.StatusContinue {
+		w.noContinue()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.committed {
-		return
-	}
-	if code == http.StatusContinue && w.body != nil {
-		w.body.mu.Lock()
-		w.body.expect100 = false // sent now: the body's first read must not send it again
-		w.body.mu.Unlock()
-	}
 	w.statusLine(code)
-	w.headers(w.header)
+	w.headers(w.header, true)
 	w.c.bw.WriteString("\r\n")
 	if err := w.c.bw.Flush(); err != nil {
-		w.err = err
+		w.fail(err)
+	}
+}
+
+// noContinue: the answer has begun, so a body read must no longer send 100 Continue.
+func (w *response) noContinue() {
+	if b := w.body; b != nil && b.expect100.Load() {
+		w.mu.Lock()
+		b.expect100.Store(false)
+		w.mu.Unlock()
 	}
 }
 
@@ -254,58 +376,64 @@ func (w *response) interim(code int) {
 func (w *response) writeContinue() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.committed || w.hijacked {
+	if w.committed || w.hijacked || !w.body.expect100.Swap(false) {
 		return
 	}
 	w.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 	if err := w.c.bw.Flush(); err != nil {
-		w.err = err
+		w.fail(err)
 	}
 }
 
 // finish ends the answer after the handler returned; false: the connection must close (an
 // answer that could not be framed, fell short of its length, or failed to go out).
 func (w *response) finish() bool {
+	w.handlerDone = true
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
+	w.w.Flush()
 	if !w.committed {
-		w.commit(true)
+		w.commit(nil)
 	}
 	bw := w.c.bw
-	if w.chunking && w.err == nil {
+	if w.chunking {
 		bw.WriteString("0\r\n")
-		w.trailers()
+		if t := w.finalTrailers(); t != nil {
+			w.headers(t, false)
+		}
 		bw.WriteString("\r\n")
 	}
-	if w.declared >= 0 && w.written != w.declared && !w.noBody {
-		w.closeAfter = true
-	}
 	if err := bw.Flush(); err != nil {
-		w.err = err
+		w.fail(err)
 	}
-	return !w.closeAfter && w.err == nil
+	if b := w.body; b != nil && b.closedEarly() {
+		return false
+	}
+	short := w.req.Method != http.MethodHead && w.declared != -1 && bodyAllowed(w.status) && w.declared != w.written
+	return !w.closeAfter && !short && w.err == nil
 }
 
-// trailers writes the trailers the handler announced (Trailer) or set (http.TrailerPrefix).
-func (w *response) trailers() {
-	t := http.Header{}
-	for _, names := range w.header["Trailer"] {
-		for name := range strings.SplitSeq(names, ",") {
-			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
-			if vv, ok := w.header[name]; ok {
-				t[name] = vv
-			}
-		}
-	}
+// finalTrailers are the trailers the handler announced (Trailer) or set (http.TrailerPrefix).
+func (w *response) finalTrailers() http.Header {
+	var t http.Header
 	for k, vv := range w.header {
 		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
-			t[http.CanonicalHeaderKey(name)] = vv
+			if t == nil {
+				t = http.Header{}
+			}
+			t[name] = vv
 		}
 	}
-	if len(t) > 0 {
-		w.headers(t)
+	for _, name := range w.trailers {
+		if t == nil {
+			t = http.Header{}
+		}
+		for _, v := range w.header[name] {
+			t.Add(name, v)
+		}
 	}
+	return t
 }
 
 func (w *response) Flush() { _ = w.FlushError() }
@@ -317,11 +445,14 @@ func (w *response) FlushError() error {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.committed {
-		w.commit(false)
+	if err := w.w.Flush(); err != nil {
+		return err
 	}
-	if err := w.c.bw.Flush(); err != nil && w.err == nil {
-		w.err = err
+	if !w.committed {
+		w.commit(nil)
+	}
+	if err := w.c.bw.Flush(); err != nil {
+		w.fail(err)
 	}
 	return w.err
 }
@@ -334,14 +465,18 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c := w.c
 	c.watcher.disarm()
-	w.mu.Lock()
-	w.hijacked = true
-	w.mu.Unlock()
-	if w.committed {
+	if w.wroteHeader {
+		w.w.Flush()
+		if !w.committed {
+			w.commit(nil)
+		}
 		if err := c.bw.Flush(); err != nil {
 			return nil, nil, err
 		}
 	}
+	w.mu.Lock()
+	w.hijacked = true
+	w.mu.Unlock()
 	n := c.br.Buffered()
 	var br *bufio.Reader
 	if n > 0 {
@@ -359,5 +494,9 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
 
-// EnableFullDuplex: the engine lets a handler read the body after its answer began anyway.
-func (w *response) EnableFullDuplex() error { return nil }
+// EnableFullDuplex lets the handler read the body after its answer began, instead of the rest
+// being read and discarded before the head goes out.
+func (w *response) EnableFullDuplex() error {
+	w.fullDuplex = true
+	return nil
+}

@@ -48,6 +48,9 @@ type Server struct {
 	fallbackOnce sync.Once
 	fallbackDone chan struct{}
 	draining     atomic.Bool
+	// refusedBodies counts chunked bodies outside h1's subset (extensions, trailers), which
+	// net/http would have read: the engine's refusals.
+	refusedBodies atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

@@ -28,8 +28,8 @@ type watcher struct {
 // arm watches the request from watchAfter on; cancel ends its context when the client goes.
 func (w *watcher) arm(cancel context.CancelFunc, b *body) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.armed, w.cancel, w.body, w.gone = true, cancel, b, false
-	w.mu.Unlock()
 	if w.timer == nil {
 		w.timer = time.AfterFunc(watchAfter, w.watch)
 	} else {
@@ -44,8 +44,8 @@ func (w *watcher) watch() {
 		return
 	}
 	if w.body != nil && !w.body.done.Load() {
-		w.mu.Unlock()
 		w.timer.Reset(watchAfter) // the handler still reads the body: its reads see the client go
+		w.mu.Unlock()
 		return
 	}
 	w.reading, w.readDone = true, make(chan struct{})
@@ -64,10 +64,10 @@ func (w *watcher) watch() {
 // disarm ends the watch: a read in progress is cut short and awaited, so that the connection's
 // reader is the serving goroutine's alone again.
 func (w *watcher) disarm() {
+	w.mu.Lock()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	w.mu.Lock()
 	w.armed = false
 	reading, done := w.reading, w.readDone
 	w.mu.Unlock()

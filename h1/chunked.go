@@ -48,35 +48,39 @@ func (c *ChunkedReader) Read(p []byte) (int, error) {
 
 // begin reads a chunk-size line; the last chunk's reads the empty line after it too.
 func (c *ChunkedReader) begin() error {
+	// The whole line first, as net/http reads it: a line the body's end cuts short is an
+	// unexpected EOF whatever it holds.
+	line, err := c.r.ReadSlice('\n')
+	switch {
+	case err == bufio.ErrBufferFull:
+		return ErrChunked
+	case err != nil:
+		return unexpected(err)
+	}
+	digits := line[:len(line)-1]
+	if len(digits) < 2 || digits[len(digits)-1] != '\r' {
+		return ErrChunked
+	}
+	digits = digits[:len(digits)-1]
+	if len(digits) == 0 || len(digits) > 8 {
+		return ErrChunked
+	}
 	var size int64
-	digits := 0
-	for {
-		b, err := c.r.ReadByte()
-		if err != nil {
-			return unexpected(err)
-		}
-		if b == '\r' {
-			break
-		}
+	for _, b := range digits {
 		v, ok := hexValue(b)
-		if !ok || digits == 8 {
+		if !ok {
 			return ErrChunked
 		}
 		size = size<<4 | int64(v)
-		digits++
-	}
-	if digits == 0 {
-		return ErrChunked
-	}
-	if b, err := c.r.ReadByte(); err != nil || b != '\n' {
-		return chunkedOr(err)
 	}
 	if size > 0 {
 		c.n = size
 		return nil
 	}
 	if err := c.crlf(); err != nil {
-		return err // a trailer, or anything else after the last chunk
+		// A trailer, anything else after the last chunk, or the end cut short there (net/http
+		// fails that one too, though not as an unexpected EOF).
+		return ErrChunked
 	}
 	return io.EOF
 }
@@ -114,11 +118,4 @@ func unexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
-}
-
-func chunkedOr(err error) error {
-	if err != nil {
-		return unexpected(err)
-	}
-	return ErrChunked
 }
