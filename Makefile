@@ -43,11 +43,13 @@ fuzz:
 	FUZZEXECS=$(FUZZEXECS) ./scripts/fuzz.sh
 
 # The long run of the HTTP/1.1 engine's differential fuzzers against net/http (make test runs
-# each for FUZZEXECS executions): H1FUZZTIME each, 10 minutes unless set.
+# each for a bounded number of executions, scripts/fuzz.sh): H1FUZZTIME each, 10 minutes unless
+# set. h1's compare readings of requests and answers; the engine's, whole connections' answers.
 H1FUZZTIME ?= 10m
 fuzz-h1:
 	$(GO) test -run '^$$' -fuzz '^FuzzAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./h1/
 	$(GO) test -run '^$$' -fuzz '^FuzzAnswerAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./h1/
+	$(GO) test -run '^$$' -fuzz '^FuzzEngineAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./engine/
 
 # Each make bench writes its results into a directory of its own, to compare two runs file by file.
 BENCH_RESULTS ?= bench/results/$(shell date +%Y%m%d-%H%M%S)

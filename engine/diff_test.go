@@ -179,8 +179,8 @@ func TestSameBytesAsNetHTTP(t *testing.T) {
 	}
 }
 
-// FuzzAgainstNetHTTP: for any bytes, the engine answers what net/http answers.
-func FuzzAgainstNetHTTP(f *testing.F) {
+// FuzzEngineAgainstNetHTTP: for any bytes, the engine answers what net/http answers.
+func FuzzEngineAgainstNetHTTP(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}

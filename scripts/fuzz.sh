@@ -14,6 +14,7 @@ budget() {
     FuzzInfoHeader) echo $((default / 5)) ;;    # tunnel: ~6k execs/s
     FuzzStampFast) echo $((default / 5)) ;;     # aggregate: ~4k execs/s (decodes each input twice)
     FuzzAgentVerify|FuzzBodyToken) echo $((default / 2)) ;;
+    FuzzEngineAgainstNetHTTP) echo $((default / 50)) ;; # engine: ~2k execs/s (two servers, loopback)
     *) echo "$default" ;;
   esac
 }
