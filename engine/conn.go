@@ -188,6 +188,14 @@ func (c *conn) release() {
 		c.s.writers.put(c.bw)
 		c.bw = nil
 	}
+	if c.w.w != nil {
+		c.w.w.Reset(nil)
+		c.s.lengthBuffers.Put(c.w.w)
+	}
+	// A hijacked connection's request can outlive it (a parked poll's body refers to it): what
+	// it refers to of the connection must be small.
+	c.w = response{}
+	c.keys = nil
 }
 
 // readerPool and writerPool keep connections' buffers between connections.

@@ -52,10 +52,13 @@ func (w *response) reset(c *conn, r *http.Request) {
 	*w = response{c: c, req: r, body: b, header: make(http.Header), declared: -1, w: w.w}
 	w.chunks.res = w
 	if w.w == nil {
-		w.w = bufio.NewWriterSize(&w.chunks, bufferBeforeChunking)
-	} else {
-		w.w.Reset(&w.chunks)
+		if bw, ok := c.s.lengthBuffers.Get().(*bufio.Writer); ok {
+			w.w = bw
+		} else {
+			w.w = bufio.NewWriterSize(&w.chunks, bufferBeforeChunking)
+		}
 	}
+	w.w.Reset(&w.chunks)
 }
 
 // bufferBeforeChunking is net/http's: an answer this short, written whole, gets a length.
@@ -376,7 +379,7 @@ func (w *response) noContinue() {
 func (w *response) writeContinue() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.committed || w.hijacked || !w.body.expect100.Swap(false) {
+	if w.c == nil || w.committed || w.hijacked || !w.body.expect100.Swap(false) {
 		return
 	}
 	w.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")

@@ -42,6 +42,7 @@ type Server struct {
 	log               *slog.Logger
 	guard             *guard.Guard
 	readers           readerPool
+	lengthBuffers     sync.Pool // *bufio.Writer of bufferBeforeChunking, a response's first bytes
 	dates             atomic.Pointer[dated]
 	writers           writerPool
 
