@@ -9,7 +9,13 @@ import (
 )
 
 // NginxConfig is a plain, fair reverse proxy: one worker, keep-alive to the upstream, no access
-// log, every path under prefix so it reads no system file.
+// log, every path under prefix so it reads no system file. Bodies stream as edge streams them,
+// so the transfer case's 10 MiB compare like with like: client_max_body_size 0 lifts the 1 MiB
+// default that would answer the upload 413; proxy_request_buffering off passes the body on as it
+// arrives instead of spooling it into a temporary file first; proxy_max_temp_file_size 0 keeps
+// a download in nginx's memory buffers instead of spilling it to a temporary file when the
+// client reads slower than the upstream writes. None of them changes a bodiless GET or a 512 B
+// POST, which fit the buffers.
 func NginxConfig(prefix string, listenPort, upstreamPort int) string {
 	return NginxHead(prefix) + fmt.Sprintf(`    upstream bench_upstream {
         server 127.0.0.1:%[2]d;
@@ -21,6 +27,9 @@ func NginxConfig(prefix string, listenPort, upstreamPort int) string {
             proxy_pass http://bench_upstream;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            client_max_body_size 0;
+            proxy_request_buffering off;
+            proxy_max_temp_file_size 0;
         }
     }
 }
@@ -54,20 +63,37 @@ type EdgeAgents struct {
 	APISecretFile      string // HS256 secret of the API for GitLab; "": no API
 }
 
+// EdgeOptions is what a case changes in an edge's config; the zero value changes nothing, so the
+// cases that need none of it run on the config they always had.
+type EdgeOptions struct {
+	Agents EdgeAgents
+	// HTTP1 is listen.http1, who reads HTTP/1.1 on the public listener; "" leaves it out, so
+	// edge uses its default (its own engine).
+	HTTP1 string
+}
+
+// HTTP1NetHTTP is the listen.http1 value that makes edge serve its public listener with
+// net/http's server, as before its own engine: the edge-nethttp case's peer.
+const HTTP1NetHTTP = "net/http"
+
 // agentWait bounds how long a tunnel request waits for its agent, short so that an agent lost in
 // the middle of a run shows as errors instead of stalls.
 const agentWait = "5s"
 
 // EdgeConfig is edge's config for the benchmark: cell 1 (legacy) and cells 2 and 3 on the three
 // listeners of the one upstream process, job JWT verification with the bench key, and the agent
-// sections of a. The log is edge's default: level info, access log on (log.access unset), one
+// sections and HTTP/1.1 engine of o. The log is edge's default: level info, access log on (log.access unset), one
 // line per request into the process's log file, as issue 18's goals are stated; at level warn
 // edge would write no access line at all.
-func EdgeConfig(publicPort, opsPort int, upstreamPorts [3]int, jwtPubFile, issuer, audience, kid string, a EdgeAgents) string {
+func EdgeConfig(publicPort, opsPort int, upstreamPorts [3]int, jwtPubFile, issuer, audience, kid string, o EdgeOptions) string {
+	a := o.Agents
 	var b strings.Builder
 	fmt.Fprintf(&b, `listen: {public: "127.0.0.1:%d", ops: "127.0.0.1:%d"`, publicPort, opsPort)
 	if a.InternalPort != 0 {
 		fmt.Fprintf(&b, `, internal: "127.0.0.1:%[1]d", advertise_internal: "http://127.0.0.1:%[1]d"`, a.InternalPort)
+	}
+	if o.HTTP1 != "" {
+		fmt.Fprintf(&b, `, http1: %s`, strconv.Quote(o.HTTP1))
 	}
 	fmt.Fprintf(&b, `}
 cells:

@@ -93,7 +93,10 @@ func TestWrkScriptDrivesWrk(t *testing.T) {
 }
 
 func TestEdgeConfig(t *testing.T) {
-	cfg := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "/tmp/x y/gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1", EdgeAgents{})
+	cfg := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "/tmp/x y/gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1", EdgeOptions{})
+	if strings.Contains(cfg, "http1") {
+		t.Errorf("default config names an HTTP/1.1 engine; it should leave edge's default:\n%s", cfg)
+	}
 	var got struct {
 		Listen struct{ Public, Ops string }
 		Cells  []struct {
@@ -133,7 +136,8 @@ func TestEdgeConfig(t *testing.T) {
 }
 
 // TestEdgeConfigAgents has edge's own config package read the configs of the tunnel cases: the
-// edge that holds the agent (with and without the shared registry) and the entry edge of the hop.
+// edge that holds the agent (with and without the shared registry) and the entry edge of the hop;
+// and of edge-nethttp's edge, on net/http's server.
 func TestEdgeConfigAgents(t *testing.T) {
 	dir := t.TempDir()
 	secret := strings.Repeat("s", 40)
@@ -166,18 +170,28 @@ func TestEdgeConfigAgents(t *testing.T) {
 		agentKeys int
 		internal  string
 		redis     string
+		http1     string
 	}{
 		{name: "none", agents: EdgeAgents{}},
 		{name: "one edge", agents: holder, agentKeys: 1},
 		{name: "holder with registry", agents: shared, agentKeys: 1, internal: "127.0.0.1:7001", redis: "127.0.0.1:6390"},
 		{name: "entry edge", agents: entry, internal: "127.0.0.1:7002", redis: "127.0.0.1:6390"},
+		{name: "net/http's server", http1: HTTP1NetHTTP},
+		{name: "net/http's server and agents", agents: shared, agentKeys: 1, internal: "127.0.0.1:7001", redis: "127.0.0.1:6390", http1: HTTP1NetHTTP},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1", tt.agents)
+			data := EdgeConfig(8080, 9090, [3]int{3001, 3002, 3003}, "gitlab-jwt.pub", "https://gitlab.example.com", "gitlab-authz-token", "k1", EdgeOptions{Agents: tt.agents, HTTP1: tt.http1})
 			cfg, err := config.Parse([]byte(data), "edge.yaml", dir)
 			if err != nil {
 				t.Fatalf("edge rejects the config: %v\n%s", err, data)
+			}
+			wantHTTP1 := tt.http1
+			if wantHTTP1 == "" {
+				wantHTTP1 = config.HTTP1Edge // edge's default, which the config leaves alone
+			}
+			if cfg.Listen.HTTP1 != wantHTTP1 {
+				t.Errorf("listen.http1: got %q, want %q", cfg.Listen.HTTP1, wantHTTP1)
 			}
 			if got := len(cfg.Agents.Keys); got != tt.agentKeys {
 				t.Errorf("agent keys: got %d, want %d", got, tt.agentKeys)
@@ -210,7 +224,9 @@ func TestEdgeConfigAgents(t *testing.T) {
 // TestNginxConfig asks nginx itself whether the generated config is valid, when nginx is here.
 func TestNginxConfig(t *testing.T) {
 	cfg := NginxConfig("/tmp/p", 8080, 3001)
-	for _, want := range []string{"keepalive 64;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`, "access_log off;", "worker_processes 1;", "listen 127.0.0.1:8080;", "server 127.0.0.1:3001;"} {
+	for _, want := range []string{"keepalive 64;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`, "access_log off;", "worker_processes 1;", "listen 127.0.0.1:8080;", "server 127.0.0.1:3001;",
+		// The transfer case's 10 MiB upload passes, streamed; downloads stay in memory.
+		"client_max_body_size 0;", "proxy_request_buffering off;", "proxy_max_temp_file_size 0;"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("nginx config lacks %q", want)
 		}

@@ -139,7 +139,7 @@ func TunnelFindings(load, latency []Row, transfers []TransferRow) []string {
 		if direct == nil {
 			continue
 		}
-		for _, path := range []string{CaseEdgeA, CaseTunnel, CaseTunnelHop} {
+		for _, path := range []string{CaseNginx, CaseEdgeA, CaseTunnel, CaseTunnelHop} {
 			r := transferRow(transfers, path, dir)
 			if r == nil {
 				continue

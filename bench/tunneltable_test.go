@@ -83,6 +83,7 @@ func TestTunnelFindings(t *testing.T) {
 	}
 	transfers := []TransferRow{
 		{Path: "direct", Direction: Download, Label: "direct", Bytes: 10 * MiB, MBps: 1000},
+		{Path: "nginx", Direction: Download, Label: "nginx", Bytes: 10 * MiB, MBps: 800},
 		{Path: "edge-a", Direction: Download, Label: "plain", Bytes: 10 * MiB, MBps: 700},
 		{Path: "tunnel", Direction: Download, Label: "tunnel", Bytes: 10 * MiB, MBps: 600},
 		{Path: "tunnel-hop", Direction: Download, Label: "hop", Bytes: 10 * MiB, MBps: 400},
@@ -92,6 +93,7 @@ func TestTunnelFindings(t *testing.T) {
 	want := []string{
 		"requests through a tunnel: 4000 req/s, 0.40x the plain proxy's (edge-a) 10000 (goal >= 0.8x: NOT met)",
 		"edge-to-edge hop: 3000 req/s, 0.30x edge-a's (goal >= 0.6x: NOT met), 0.75x tunnel's; adds p50 +500.0us at full load, p50 +120.0us and p99 +300.0us at one connection",
+		"10 MiB download through nginx: 800 MB/s, 0.80x direct loopback's 1000 MB/s",
 		"10 MiB download through plain: 700 MB/s, 0.70x direct loopback's 1000 MB/s",
 		"10 MiB download through tunnel: 600 MB/s, 0.60x direct loopback's 1000 MB/s (goal >= 0.4x: met)",
 		"10 MiB download through hop: 400 MB/s, 0.40x direct loopback's 1000 MB/s",

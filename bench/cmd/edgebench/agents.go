@@ -98,7 +98,7 @@ func (h *harness) startEdge2(ctx context.Context, jwtPub string) error {
 	if err != nil {
 		return err
 	}
-	p, pub, _, err := h.startEdgeProc(ctx, "edge2", jwtPub, agents)
+	p, pub, _, err := h.startEdgeProc(ctx, "edge2", jwtPub, bench.EdgeOptions{Agents: agents})
 	if err != nil {
 		return err
 	}

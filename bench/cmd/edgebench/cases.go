@@ -22,6 +22,11 @@ const (
 
 	casePlainPost = bench.CasePlainPost // a 512 B POST on the legacy route through the plain httputil proxy
 	caseEdgePost  = bench.CaseEdgePost  // the same through edge
+	caseNginxPost = bench.CaseNginxPost // the same through nginx
+
+	caseNginx1K     = bench.CaseNginx1K     // GET of a 1 KiB answer through nginx
+	caseEdge1K      = bench.CaseEdge1K      // the same through edge (legacy route)
+	caseEdgeNetHTTP = bench.CaseEdgeNetHTTP // edge-a's request through an edge on net/http's server
 
 	caseTunnel    = bench.CaseTunnel    // through an agent's tunnel, one edge
 	caseTunnelHop = bench.CaseTunnelHop // entering a second edge, which forwards to the first
@@ -38,6 +43,9 @@ const (
 	targetFloor   = "floor" // bench/cmd/floorproxy
 	targetEdge    = "edge"
 	targetEdge2   = "edge2" // the second edge, which holds no agent
+	// targetEdgeNetHTTP is an edge like the first, serving its public listener with net/http's
+	// server instead of edge's own HTTP/1.1 engine.
+	targetEdgeNetHTTP = "edge-nethttp"
 )
 
 // agentID is the one agent of the tunnel cases.
@@ -45,18 +53,23 @@ const agentID = "a1"
 
 func allCaseIDs() []string {
 	return []string{
-		caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, caseFloor, caseEdgeA, caseEdgeB, caseEdgeC, caseEdgeD,
-		casePlainPost, caseEdgePost, caseTunnel, caseTunnelHop, caseTransfer,
+		caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, caseFloor, caseEdgeA, caseEdgeNetHTTP, caseEdgeB, caseEdgeC, caseEdgeD,
+		caseNginx1K, caseEdge1K, caseNginxPost, casePlainPost, caseEdgePost, caseTunnel, caseTunnelHop, caseTransfer,
 	}
 }
 
 // baselines are the cases a case is compared with, run with it even when not selected: the
 // tunnel against the plain proxy (edge-a), the hop against the one-edge tunnel, edge's POST
-// against the plain httputil proxy's.
+// against nginx's and the plain httputil proxy's, edge's 1 KiB GET against nginx's, and edge
+// on its own engine (edge-a) beside edge on net/http's server.
 func baselines(id string) []string {
 	switch id {
 	case caseEdgePost:
-		return []string{casePlainPost}
+		return []string{caseNginxPost, casePlainPost}
+	case caseEdge1K:
+		return []string{caseNginx1K}
+	case caseEdgeNetHTTP:
+		return []string{caseEdgeA}
 	case caseTunnel:
 		return []string{caseEdgeA}
 	case caseTunnelHop:
@@ -114,10 +127,14 @@ const postPath = "/api/v4/projects/1/issues"
 // postBody is the POST cases' body: 512 bytes.
 var postBody = strings.Repeat("0123456789abcdef", 32)
 
+// oneKiBPath is what the 1 KiB cases GET: the upstream answers that many bytes, and with no token
+// edge sends it to the legacy cell 1.
+const oneKiBPath = "/bytes?n=1024"
+
 // buildCases describes every wrk case (transfer is not one). The direct, peer (nginx, HAProxy,
-// Caddy, the plain httputil proxy) and tunnel cases send the legacy edge case's request, so they
-// differ only in what is in between; the POST cases send the same POST through the plain
-// httputil proxy and through edge.
+// Caddy, the plain httputil proxy), edge-nethttp and tunnel cases send the legacy edge case's
+// request, so they differ only in what is in between; the POST cases send the same POST through
+// nginx, the plain httputil proxy and edge; the 1 KiB cases the same GET through nginx and edge.
 func buildCases(ids []string, tok caseTokens) []benchCase {
 	const discovery = "/api/v4/runners/router/discovery"
 	post := map[string]string{"Content-Type": "application/octet-stream"}
@@ -129,6 +146,11 @@ func buildCases(ids []string, tok caseTokens) []benchCase {
 		casePlain:   {label: "plain httputil proxy", target: targetPlain, method: "GET", path: discovery, wantUpstream: 0},
 		caseFloor:   {label: "Go floor (no net/http)", target: targetFloor, method: "GET", path: discovery, wantUpstream: 0},
 		caseEdgeA:   {label: "edge a: no token (legacy)", target: targetEdge, method: "GET", path: discovery, wantUpstream: 0},
+		caseEdgeNetHTTP: {
+			label: "edge-nethttp: edge a on net/http's server", target: targetEdgeNetHTTP, method: "GET", path: discovery, wantUpstream: 0,
+		},
+		caseNginx1K: {label: "nginx-1k: GET 1 KiB, nginx", target: targetNginx, method: "GET", path: oneKiBPath, wantUpstream: 0},
+		caseEdge1K:  {label: "edge-1k: GET 1 KiB (legacy)", target: targetEdge, method: "GET", path: oneKiBPath, wantUpstream: 0},
 		caseEdgeB: {
 			label: "edge b: RUNNER-TOKEN header", target: targetEdge, method: "GET", path: discovery,
 			headers: map[string]string{"RUNNER-TOKEN": tok.runner}, wantUpstream: 1,
@@ -141,6 +163,10 @@ func buildCases(ids []string, tok caseTokens) []benchCase {
 		caseEdgeD: {
 			label: "edge d: job JWT (verified)", target: targetEdge, method: "GET", path: "/api/v4/jobs/123/artifacts",
 			headers: map[string]string{"JOB-TOKEN": tok.jobJWT}, wantUpstream: 2,
+		},
+		caseNginxPost: {
+			label: "nginx-post: POST 512 B, nginx", target: targetNginx, method: "POST", path: postPath,
+			headers: post, body: postBody, wantUpstream: 0,
 		},
 		casePlainPost: {
 			label: "plain-post: POST 512 B, httputil", target: targetPlain, method: "POST", path: postPath,
@@ -176,13 +202,16 @@ func apiAuth(tok caseTokens) map[string]string {
 }
 
 // transferCase is the request of one direction of the transfer case over one path (direct,
-// edge-a, tunnel, tunnel-hop): GET /bytes?n=size, or a POST of size bytes the upstream drains.
+// nginx, edge-a, tunnel, tunnel-hop): GET /bytes?n=size, or a POST of size bytes the upstream
+// drains.
 func transferCase(path, direction string, size int64, tok caseTokens) benchCase {
 	c := benchCase{id: path, label: transferLabels()[path], target: targetDirect, method: "GET", path: fmt.Sprintf("/bytes?n=%d", size)}
 	if direction == bench.Upload {
 		c.method, c.path = "POST", "/upload"
 	}
 	switch path {
+	case caseNginx:
+		c.target = targetNginx
 	case caseEdgeA:
 		c.target = targetEdge
 	case caseTunnel:
@@ -193,12 +222,17 @@ func transferCase(path, direction string, size int64, tok caseTokens) benchCase 
 	return c
 }
 
-// transferPaths are the paths the transfer case compares: direct loopback (the goal's baseline),
-// edge's plain proxy (what any proxy on the same CPU costs, for reference) and the tunnels.
-func transferPaths() []string { return []string{caseDirect, caseEdgeA, caseTunnel, caseTunnelHop} }
+// transferPaths are the paths the transfer case compares: direct loopback (the tunnel goal's
+// baseline), nginx (the baseline of edge's plain proxy, issue 26), edge's plain proxy and the
+// tunnels.
+func transferPaths() []string {
+	return []string{caseDirect, caseNginx, caseEdgeA, caseTunnel, caseTunnelHop}
+}
 
 func transferLabels() map[string]string {
-	return map[string]string{caseDirect: "direct loopback", caseEdgeA: "edge-a (plain proxy)", caseTunnel: "tunnel", caseTunnelHop: "tunnel-hop"}
+	return map[string]string{
+		caseDirect: "direct loopback", caseNginx: "nginx", caseEdgeA: "edge-a (plain proxy)", caseTunnel: "tunnel", caseTunnelHop: "tunnel-hop",
+	}
 }
 
 // What the selected cases need started.
@@ -224,17 +258,25 @@ func latencyCases(cases []benchCase) []benchCase {
 }
 
 func needsEdge(cases []benchCase) bool {
-	for _, c := range cases {
-		if c.target == targetEdge || c.target == targetEdge2 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(cases, func(c benchCase) bool {
+		return c.target == targetEdge || c.target == targetEdge2 || c.target == targetEdgeNetHTTP
+	})
 }
 
 // needsTarget: some case sends its load to target (a peer proxy to start).
 func needsTarget(cases []benchCase, target string) bool {
 	return slices.ContainsFunc(cases, func(c benchCase) bool { return c.target == target })
+}
+
+// needsPeer: some wrk case sends its load to target, or the selected transfer case moves its
+// bytes through it (nginx).
+func needsPeer(ids []string, cases []benchCase, target string) bool {
+	if needsTarget(cases, target) {
+		return true
+	}
+	return slices.Contains(ids, caseTransfer) && slices.ContainsFunc(transferPaths(), func(path string) bool {
+		return transferCase(path, bench.Download, 0, caseTokens{}).target == target
+	})
 }
 
 func caseLabels(cases []benchCase) map[string]string {

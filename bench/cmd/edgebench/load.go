@@ -32,6 +32,8 @@ func (h *harness) url(c benchCase) string {
 		port = h.edgePort
 	case targetEdge2:
 		port = h.edge2Port
+	case targetEdgeNetHTTP:
+		port = h.edgeNetHTTPPort
 	}
 	path := c.path
 	if c.viaAgent {
@@ -47,8 +49,9 @@ type part struct {
 }
 
 // pathProcs are the processes between the client and the upstream, the one the client talks to
-// first: none for direct; the proxy (a peer, the plain httputil proxy or edge); for a tunnel the edge and the agent, and for the hop also
-// the entry edge and the Redis it asks where the agent is.
+// first: none for direct; the proxy (a peer, the plain httputil proxy, edge or the edge on
+// net/http's server); for a tunnel the edge and the agent, and for the hop also the entry edge
+// and the Redis it asks where the agent is.
 func (h *harness) pathProcs(c benchCase) []part {
 	switch {
 	case c.target == targetNginx:
@@ -61,6 +64,8 @@ func (h *harness) pathProcs(c benchCase) []part {
 		return []part{{"plain", h.plain}}
 	case c.target == targetFloor:
 		return []part{{"floor", h.floor}}
+	case c.target == targetEdgeNetHTTP:
+		return []part{{targetEdgeNetHTTP, h.edgeNetHTTP}}
 	case c.target == targetEdge2:
 		return []part{{bench.PartEdge2, h.edge2}, {bench.PartEdge, h.edge}, {bench.PartAgent, h.agent}, {bench.PartRedis, h.redis}}
 	case c.target == targetEdge && c.viaAgent:

@@ -149,8 +149,8 @@ func (h *harness) benchmark(ctx context.Context) error {
 }
 
 // startServers starts what the cases need, upstream first: the peers (nginx, HAProxy, Caddy, the
-// plain httputil proxy),
-// the edge, and for the tunnel cases Redis and the second edge (for the hop), then the agent.
+// plain httputil proxy, the Go floor), the edge, for the tunnel cases Redis and the second edge
+// (for the hop), the edge on net/http's server (edge-nethttp), then the agent.
 func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub string) error {
 	if err := h.startUpstream(ctx); err != nil {
 		return err
@@ -161,7 +161,7 @@ func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub st
 	}{
 		{targetNginx, h.startNginx}, {targetHAProxy, h.startHAProxy}, {targetCaddy, h.startCaddy}, {targetPlain, h.startPlain}, {targetFloor, h.startFloor},
 	} {
-		if !needsTarget(cases, peer.target) {
+		if !needsPeer(h.opts.cases, cases, peer.target) {
 			continue
 		}
 		if err := peer.start(ctx); err != nil {
@@ -180,6 +180,11 @@ func (h *harness) startServers(ctx context.Context, cases []benchCase, jwtPub st
 	}
 	if needsSecondEdge(h.opts.cases) {
 		if err := h.startEdge2(ctx, jwtPub); err != nil {
+			return err
+		}
+	}
+	if needsTarget(cases, targetEdgeNetHTTP) {
+		if err := h.startEdgeNetHTTP(ctx, jwtPub); err != nil {
 			return err
 		}
 	}
@@ -212,7 +217,7 @@ func (h *harness) steps(cases []benchCase, scripts map[string]string) []step {
 				return "", err
 			}
 			res.runs = append(res.runs, r)
-			return fmt.Sprintf("%-10s %9.0f req/s  p50 %-8s p99 %-8s proxy cpu/req %s",
+			return fmt.Sprintf("%-12s %9.0f req/s  p50 %-8s p99 %-8s proxy cpu/req %s",
 				c.id, r.Wrk.RequestsPerS, bench.FormatDuration(r.Wrk.P50()), bench.FormatDuration(r.Wrk.P99()), proxyCPU(r)), nil
 		})
 	}
@@ -223,7 +228,7 @@ func (h *harness) steps(cases []benchCase, scripts map[string]string) []step {
 				return "", err
 			}
 			res.latency = append(res.latency, r)
-			return fmt.Sprintf("%-10s 1 connection: %6.0f req/s  p50 %-8s p99 %s",
+			return fmt.Sprintf("%-12s 1 connection: %6.0f req/s  p50 %-8s p99 %s",
 				c.id, r.Wrk.RequestsPerS, bench.FormatDuration(r.Wrk.P50()), bench.FormatDuration(r.Wrk.P99())), nil
 		})
 	}

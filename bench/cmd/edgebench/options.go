@@ -66,7 +66,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profileCase, "profile", envString("EDGEBENCH_PROFILE", ""), "after the rounds, profile the proxy of this case (e.g. edge-b) with perf for one more run")
 	fs.StringVar(&o.profileOut, "profile-out", envString("EDGEBENCH_PROFILE_OUT", "edgebench-perf.data"), "where perf writes its data for --profile")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: edgebench [flags]\n\nCases: %s\n(tunnel also runs edge-a, tunnel-hop also runs tunnel, edge-post also runs plain-post: their baselines)\n\nFlags:\n", strings.Join(allCaseIDs(), ", "))
+		fmt.Fprintf(stderr, "usage: edgebench [flags]\n\nCases: %s\n(tunnel also runs edge-a, tunnel-hop also runs tunnel, edge-post also runs nginx-post and plain-post,\nedge-1k also runs nginx-1k, edge-nethttp also runs edge-a: their baselines)\n\nFlags:\n", strings.Join(allCaseIDs(), ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

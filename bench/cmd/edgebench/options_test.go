@@ -44,7 +44,11 @@ func TestParseOptions(t *testing.T) {
 		{name: "tunnel part", args: []string{"--quick", "--cases", "tunnel,tunnel-hop,transfer"}, duration: 3 * time.Second, warmup: time.Second, rounds: 3,
 			cases: []string{"edge-a", "tunnel", "tunnel-hop", "transfer"}},
 		{name: "post brings its baseline", args: []string{"--cases", "edge-a,nginx,edge-c,edge-d,edge-post"}, duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 3,
-			cases: []string{"edge-a", "nginx", "edge-c", "edge-d", "plain-post", "edge-post"}},
+			cases: []string{"edge-a", "nginx", "edge-c", "edge-d", "nginx-post", "plain-post", "edge-post"}},
+		{name: "issue 26's cases bring theirs", args: []string{"--cases", "edge-1k,edge-post,edge-nethttp"}, duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 3,
+			cases: []string{"nginx-1k", "edge-1k", "nginx-post", "plain-post", "edge-post", "edge-a", "edge-nethttp"}},
+		{name: "profile the net/http edge", args: []string{"--cases", "edge-nethttp", "--profile", "edge-nethttp"}, duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 3,
+			cases: []string{"edge-a", "edge-nethttp"}},
 		{name: "profile the plain proxy", args: []string{"--cases", "plain,plain-post", "--profile", "plain-post"}, duration: 10 * time.Second, warmup: 2 * time.Second, rounds: 3,
 			cases: []string{"plain", "plain-post"}},
 		{name: "profile transfer", args: []string{"--cases", "transfer", "--profile", "transfer"}, wantErr: "only wrk cases"},
@@ -102,20 +106,24 @@ func TestBuildCases(t *testing.T) {
 		bodyHasToken                  bool
 	}
 	wants := map[string]want{
-		caseDirect:    {target: targetDirect, method: "GET"},
-		caseNginx:     {target: targetNginx, method: "GET"},
-		caseHAProxy:   {target: targetHAProxy, method: "GET"},
-		caseCaddy:     {target: targetCaddy, method: "GET"},
-		casePlain:     {target: targetPlain, method: "GET"},
-		caseFloor:     {target: targetFloor, method: "GET"},
-		caseEdgeA:     {target: targetEdge, method: "GET"},
-		caseEdgeB:     {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
-		caseEdgeC:     {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},
-		caseEdgeD:     {target: targetEdge, method: "GET", header: "JOB-TOKEN", token: "glcbt-J", upstream: 2},
-		casePlainPost: {target: targetPlain, method: "POST"},
-		caseEdgePost:  {target: targetEdge, method: "POST"},
-		caseTunnel:    {target: targetEdge, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
-		caseTunnelHop: {target: targetEdge2, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
+		caseDirect:      {target: targetDirect, method: "GET"},
+		caseNginx:       {target: targetNginx, method: "GET"},
+		caseHAProxy:     {target: targetHAProxy, method: "GET"},
+		caseCaddy:       {target: targetCaddy, method: "GET"},
+		casePlain:       {target: targetPlain, method: "GET"},
+		caseFloor:       {target: targetFloor, method: "GET"},
+		caseEdgeA:       {target: targetEdge, method: "GET"},
+		caseEdgeNetHTTP: {target: targetEdgeNetHTTP, method: "GET"},
+		caseNginx1K:     {target: targetNginx, method: "GET"},
+		caseEdge1K:      {target: targetEdge, method: "GET"},
+		caseNginxPost:   {target: targetNginx, method: "POST"},
+		caseEdgeB:       {target: targetEdge, method: "GET", header: "RUNNER-TOKEN", token: "glrt-t2_R", upstream: 1},
+		caseEdgeC:       {target: targetEdge, method: "POST", upstream: 1, bodyHasToken: true},
+		caseEdgeD:       {target: targetEdge, method: "GET", header: "JOB-TOKEN", token: "glcbt-J", upstream: 2},
+		casePlainPost:   {target: targetPlain, method: "POST"},
+		caseEdgePost:    {target: targetEdge, method: "POST"},
+		caseTunnel:      {target: targetEdge, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
+		caseTunnelHop:   {target: targetEdge2, method: "GET", header: "Authorization", token: "Bearer api-jwt"},
 	}
 	if len(cases) != len(wants) {
 		t.Fatalf("cases: got %d, want %d", len(cases), len(wants))
@@ -154,7 +162,8 @@ func TestBuildCases(t *testing.T) {
 		}
 		return out
 	}
-	if !needsEdge(pick(caseDirect, caseEdgeA)) || !needsEdge(pick(caseEdgePost)) || needsEdge(pick(caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, casePlainPost)) {
+	if !needsEdge(pick(caseDirect, caseEdgeA)) || !needsEdge(pick(caseEdgePost)) || !needsEdge(pick(caseEdgeNetHTTP)) || !needsEdge(pick(caseEdge1K)) ||
+		needsEdge(pick(caseDirect, caseNginx, caseHAProxy, caseCaddy, casePlain, casePlainPost, caseNginxPost, caseNginx1K)) {
 		t.Errorf("needsEdge disagrees with the targets")
 	}
 	for _, tt := range []struct {
@@ -171,6 +180,10 @@ func TestBuildCases(t *testing.T) {
 		{[]string{caseNginx, caseHAProxy, caseCaddy, caseEdgeA}, targetPlain, false},
 		{[]string{caseDirect, caseNginx, caseEdgeA}, targetCaddy, false},
 		{[]string{caseEdgeA, caseTunnel}, targetNginx, false},
+		{[]string{caseNginx1K}, targetNginx, true},
+		{[]string{caseNginxPost, caseEdgePost}, targetNginx, true},
+		{[]string{caseEdgeNetHTTP}, targetEdgeNetHTTP, true},
+		{[]string{caseEdgeA, caseEdge1K}, targetEdgeNetHTTP, false},
 	} {
 		if got := needsTarget(pick(tt.ids...), tt.target); got != tt.want {
 			t.Errorf("needsTarget(%v, %s): got %v, want %v", tt.ids, tt.target, got, tt.want)
@@ -178,28 +191,28 @@ func TestBuildCases(t *testing.T) {
 	}
 }
 
-// TestPostCases: the POST cases send the same 512-byte body to the same legacy path, one through
-// the plain httputil proxy and one through edge, and are checked against cell 1 with the body
-// whole (verify compares Bench-Body-Bytes with len(body)).
+// TestPostCases: the POST cases send the same 512-byte body to the same legacy path, through
+// nginx, the plain httputil proxy and edge, and are checked against cell 1 with the body whole
+// (verify compares Bench-Body-Bytes with len(body)).
 func TestPostCases(t *testing.T) {
 	byID := map[string]benchCase{}
-	for _, c := range buildCases([]string{casePlainPost, caseEdgePost, casePlain}, caseTokens{}) {
+	for _, c := range buildCases([]string{caseNginxPost, casePlainPost, caseEdgePost, casePlain}, caseTokens{}) {
 		byID[c.id] = c
 	}
-	plain, edge := byID[casePlainPost], byID[caseEdgePost]
-	for _, c := range []benchCase{plain, edge} {
+	nginx, plain, edge := byID[caseNginxPost], byID[casePlainPost], byID[caseEdgePost]
+	for _, c := range []benchCase{nginx, plain, edge} {
 		if c.method != "POST" || c.path != "/api/v4/projects/1/issues" || len(c.body) != 512 || c.wantUpstream != 0 ||
 			c.headers["Content-Type"] != "application/octet-stream" || len(c.headers) != 1 || c.viaAgent {
 			t.Errorf("%s: got %s %s, %d body bytes, upstream %d, headers %v", c.id, c.method, c.path, len(c.body), c.wantUpstream, c.headers)
 		}
 	}
-	if plain.body != edge.body || plain.target != targetPlain || edge.target != targetEdge {
-		t.Errorf("the POST cases differ in more than their target: %s vs %s", plain.target, edge.target)
+	if plain.body != edge.body || nginx.body != edge.body || plain.target != targetPlain || edge.target != targetEdge || nginx.target != targetNginx {
+		t.Errorf("the POST cases differ in more than their target: %s, %s, %s", nginx.target, plain.target, edge.target)
 	}
 	if c := byID[casePlain]; c.method != "GET" || c.path != "/api/v4/runners/router/discovery" || c.body != "" {
 		t.Errorf("plain: got %s %s", c.method, c.path)
 	}
-	if got := latencyCases(buildCases([]string{casePlain, casePlainPost, caseEdgePost}, caseTokens{})); len(got) != 0 {
+	if got := latencyCases(buildCases([]string{casePlain, caseNginxPost, casePlainPost, caseEdgePost}, caseTokens{})); len(got) != 0 {
 		t.Errorf("latency cases without a tunnel: got %d, want none", len(got))
 	}
 }
@@ -217,8 +230,8 @@ func TestVerifyPost(t *testing.T) {
 	}))
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	h := &harness{upstreamPorts: [3]int{port, port + 1, port + 2}, plainPort: port, edgePort: port}
-	cases := buildCases([]string{casePlainPost, caseEdgePost}, caseTokens{})
+	h := &harness{upstreamPorts: [3]int{port, port + 1, port + 2}, plainPort: port, edgePort: port, nginxPort: port}
+	cases := buildCases([]string{casePlainPost, caseEdgePost, caseNginxPost}, caseTokens{})
 	for _, c := range cases {
 		if err := h.verify(context.Background(), c); err != nil {
 			t.Errorf("%s: %v", c.id, err)

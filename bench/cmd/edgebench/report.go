@@ -35,6 +35,9 @@ func (h *harness) printHeader(ctx context.Context) {
 		versions = append(versions, "redis "+firstLine(ctx, h.tools.redis, "--version"))
 	}
 	fmt.Fprintf(h.out, "tools: %s\n", strings.Join(versions, "; "))
+	if h.edgeNetHTTP != nil {
+		fmt.Fprintf(h.out, "edge-nethttp: edge's config and binary with listen.http1 %q (edge itself: its own engine, the default)\n", bench.HTTP1NetHTTP)
+	}
 	clients := "wrk"
 	if slices.Contains(h.opts.cases, caseTransfer) {
 		clients = "wrk and the transfer client"
@@ -100,7 +103,7 @@ func (h *harness) report(cases []benchCase, res results) reportRows {
 		rows.transfers = bench.SummarizeTransfers(transferPaths(), transferLabels(), res.transfers)
 		fmt.Fprintf(h.out, "\ntransfers (median over every transfer of every round; MB = 10^6 bytes):\n")
 		_ = bench.WriteTable(h.out, bench.TransferCells(rows.transfers))
-		fmt.Fprintln(h.out, "path cpu/MiB: CPU of the edges, agent and Redis on the path per MiB moved; spread: (max-min)/median of the rounds' medians.")
+		fmt.Fprintln(h.out, "path cpu/MiB: CPU of the processes on the path (nginx; the edges, agent and Redis) per MiB moved; spread: (max-min)/median of the rounds' medians.")
 	}
 	findings := slices.Concat(bench.PeerFindings(rows.load), bench.PostFindings(rows.load),
 		bench.TunnelFindings(rows.load, rows.latency, rows.transfers))

@@ -54,6 +54,10 @@ type harness struct {
 	edgeBin       string
 	edgePort      int
 	edgeOpsPort   int
+	// edgeNetHTTP is an edge like edge, serving its public listener with net/http's server
+	// (edge-nethttp).
+	edgeNetHTTP     *bench.Proc
+	edgeNetHTTPPort int
 
 	// The tunnel cases: the agent (connected to edge), the second edge of the hop and the
 	// registry (Redis) the two edges share.
@@ -163,14 +167,14 @@ func (h *harness) buildEdge(ctx context.Context) error {
 // startEdge starts edge with three cells on the upstream's listeners, and the agent sections the
 // selected tunnel cases need (none for the other cases).
 func (h *harness) startEdge(ctx context.Context, jwtPub string) error {
-	agents := bench.EdgeAgents{}
+	var o bench.EdgeOptions
 	if needsAgent(h.opts.cases) {
 		var err error
-		if agents, err = h.edgeAgents(true); err != nil {
+		if o.Agents, err = h.edgeAgents(true); err != nil {
 			return err
 		}
 	}
-	p, pub, ops, err := h.startEdgeProc(ctx, "edge", jwtPub, agents)
+	p, pub, ops, err := h.startEdgeProc(ctx, "edge", jwtPub, o)
 	if err != nil {
 		return err
 	}
@@ -178,8 +182,20 @@ func (h *harness) startEdge(ctx context.Context, jwtPub string) error {
 	return nil
 }
 
+// startEdgeNetHTTP starts the edge of edge-nethttp: edge's config, binary and pinning, no agent
+// sections, and listen.http1 set to net/http, so that beside edge-a it shows what edge's own
+// engine changes and nothing else.
+func (h *harness) startEdgeNetHTTP(ctx context.Context, jwtPub string) error {
+	p, pub, _, err := h.startEdgeProc(ctx, targetEdgeNetHTTP, jwtPub, bench.EdgeOptions{HTTP1: bench.HTTP1NetHTTP})
+	if err != nil {
+		return err
+	}
+	h.edgeNetHTTP, h.edgeNetHTTPPort = p, pub
+	return nil
+}
+
 // startEdgeProc writes name.yaml and starts an edge with it, ready when its /readyz is 200.
-func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents bench.EdgeAgents) (*bench.Proc, int, int, error) {
+func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, o bench.EdgeOptions) (*bench.Proc, int, int, error) {
 	pub, err := bench.FreePort()
 	if err != nil {
 		return nil, 0, 0, err
@@ -189,7 +205,7 @@ func (h *harness) startEdgeProc(ctx context.Context, name, jwtPub string, agents
 		return nil, 0, 0, err
 	}
 	conf := filepath.Join(h.dir, name+".yaml")
-	cfg := bench.EdgeConfig(pub, ops, h.upstreamPorts, jwtPub, jwtIssuer, jwtAudience, jwtKid, agents)
+	cfg := bench.EdgeConfig(pub, ops, h.upstreamPorts, jwtPub, jwtIssuer, jwtAudience, jwtKid, o)
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		return nil, 0, 0, fmt.Errorf("write %s config: %w", name, err)
 	}

@@ -29,8 +29,14 @@ func TestWithBaselines(t *testing.T) {
 		{in: []string{"tunnel-hop", "tunnel"}, want: []string{"tunnel-hop", "edge-a", "tunnel"}, added: []string{"edge-a"}},
 		{in: []string{"direct", "tunnel", "edge-a"}, want: []string{"direct", "tunnel", "edge-a"}},
 		{in: []string{"transfer"}, want: []string{"transfer"}},
-		{in: []string{"edge-post"}, want: []string{"plain-post", "edge-post"}, added: []string{"plain-post"}},
-		{in: []string{"edge-post", "plain-post"}, want: []string{"edge-post", "plain-post"}}, // both selected: as given
+		{in: []string{"edge-post"}, want: []string{"nginx-post", "plain-post", "edge-post"}, added: []string{"nginx-post", "plain-post"}},
+		{in: []string{"edge-post", "plain-post", "nginx-post"}, want: []string{"edge-post", "plain-post", "nginx-post"}}, // all selected: as given
+		{in: []string{"edge-post", "plain-post"}, want: []string{"nginx-post", "edge-post", "plain-post"}, added: []string{"nginx-post"}},
+		{in: []string{"edge-1k"}, want: []string{"nginx-1k", "edge-1k"}, added: []string{"nginx-1k"}},
+		{in: []string{"nginx-1k"}, want: []string{"nginx-1k"}},
+		{in: []string{"edge-nethttp"}, want: []string{"edge-a", "edge-nethttp"}, added: []string{"edge-a"}},
+		{in: []string{"edge-nethttp", "tunnel"}, want: []string{"edge-a", "edge-nethttp", "tunnel"}, added: []string{"edge-a"}},
+		{in: []string{"edge-a", "edge-nethttp"}, want: []string{"edge-a", "edge-nethttp"}},
 		{in: []string{"plain-post", "plain"}, want: []string{"plain-post", "plain"}},
 	}
 	for _, tt := range tests {
@@ -44,8 +50,9 @@ func TestWithBaselines(t *testing.T) {
 }
 
 func TestTunnelURLsAndProcesses(t *testing.T) {
-	h := &harness{upstreamPorts: [3]int{3001, 3002, 3003}, nginxPort: 4000, haproxyPort: 4100, caddyPort: 4200, plainPort: 4300, edgePort: 5000, edge2Port: 6000,
-		nginx: &bench.Proc{Name: "nginx"}, haproxy: &bench.Proc{Name: "haproxy"}, caddy: &bench.Proc{Name: "caddy"}, plain: &bench.Proc{Name: "plain"}, edge: &bench.Proc{Name: "edge"}, edge2: &bench.Proc{Name: "edge2"}, agent: &bench.Proc{Name: "agent"}, redis: &bench.Proc{Name: "redis"}}
+	h := &harness{upstreamPorts: [3]int{3001, 3002, 3003}, nginxPort: 4000, haproxyPort: 4100, caddyPort: 4200, plainPort: 4300, edgePort: 5000, edge2Port: 6000, edgeNetHTTPPort: 7000,
+		nginx: &bench.Proc{Name: "nginx"}, haproxy: &bench.Proc{Name: "haproxy"}, caddy: &bench.Proc{Name: "caddy"}, plain: &bench.Proc{Name: "plain"}, edge: &bench.Proc{Name: "edge"}, edge2: &bench.Proc{Name: "edge2"}, agent: &bench.Proc{Name: "agent"}, redis: &bench.Proc{Name: "redis"},
+		edgeNetHTTP: &bench.Proc{Name: "edge-nethttp"}}
 	tok := caseTokens{api: "api-jwt"}
 	cases := map[string]benchCase{}
 	for _, c := range buildCases(allCaseIDs(), tok) {
@@ -65,10 +72,16 @@ func TestTunnelURLsAndProcesses(t *testing.T) {
 		{cases[casePlainPost], "http://127.0.0.1:4300/api/v4/projects/1/issues", []string{"plain"}},
 		{cases[caseEdgeA], "http://127.0.0.1:5000" + discovery, []string{"edge"}},
 		{cases[caseEdgePost], "http://127.0.0.1:5000/api/v4/projects/1/issues", []string{"edge"}},
+		{cases[caseNginxPost], "http://127.0.0.1:4000/api/v4/projects/1/issues", []string{"nginx"}},
+		{cases[caseNginx1K], "http://127.0.0.1:4000/bytes?n=1024", []string{"nginx"}},
+		{cases[caseEdge1K], "http://127.0.0.1:5000/bytes?n=1024", []string{"edge"}},
+		{cases[caseEdgeNetHTTP], "http://127.0.0.1:7000" + discovery, []string{"edge-nethttp"}},
 		{cases[caseTunnel], "http://127.0.0.1:5000/-/api/v1/agents/a1/proxy/3001" + discovery, []string{"edge", "agent"}},
 		{cases[caseTunnelHop], "http://127.0.0.1:6000/-/api/v1/agents/a1/proxy/3001" + discovery, []string{"edge2", "edge", "agent", "redis"}},
 		{transferCase(caseDirect, bench.Download, 10, tok), "http://127.0.0.1:3001/bytes?n=10", nil},
 		{transferCase(caseEdgeA, bench.Download, 10, tok), "http://127.0.0.1:5000/bytes?n=10", []string{"edge"}},
+		{transferCase(caseNginx, bench.Download, 10, tok), "http://127.0.0.1:4000/bytes?n=10", []string{"nginx"}},
+		{transferCase(caseNginx, bench.Upload, 10, tok), "http://127.0.0.1:4000/upload", []string{"nginx"}},
 		{transferCase(caseTunnel, bench.Download, 10, tok), "http://127.0.0.1:5000/-/api/v1/agents/a1/proxy/3001/bytes?n=10", []string{"edge", "agent"}},
 		{transferCase(caseTunnelHop, bench.Upload, 10, tok), "http://127.0.0.1:6000/-/api/v1/agents/a1/proxy/3001/upload", []string{"edge2", "edge", "agent", "redis"}},
 	}
@@ -130,6 +143,29 @@ func TestNeeds(t *testing.T) {
 		}
 		if got := needsSecondEdge(tt.ids); got != tt.secondEdge {
 			t.Errorf("needsSecondEdge(%v): got %v, want %v", tt.ids, got, tt.secondEdge)
+		}
+	}
+}
+
+// TestNeedsPeer: nginx starts for its wrk cases and for the transfer case, which moves 10 MiB
+// through it; the other peers only for their wrk cases.
+func TestNeedsPeer(t *testing.T) {
+	tests := []struct {
+		ids    []string
+		target string
+		want   bool
+	}{
+		{[]string{"transfer"}, targetNginx, true},
+		{[]string{"edge-a", "tunnel", "tunnel-hop", "transfer"}, targetNginx, true},
+		{[]string{"nginx-1k", "edge-1k"}, targetNginx, true},
+		{[]string{"edge-a", "tunnel"}, targetNginx, false},
+		{[]string{"transfer"}, targetHAProxy, false},
+		{[]string{"transfer"}, targetPlain, false},
+		{[]string{"haproxy"}, targetHAProxy, true},
+	}
+	for _, tt := range tests {
+		if got := needsPeer(tt.ids, buildCases(tt.ids, caseTokens{}), tt.target); got != tt.want {
+			t.Errorf("needsPeer(%v, %s): got %v, want %v", tt.ids, tt.target, got, tt.want)
 		}
 	}
 }
