@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/net/netutil"
-
 	"gitlab.com/edge/edge/engine"
 	"gitlab.com/edge/edge/internal/guard"
 )
@@ -48,7 +46,7 @@ func listen(addr string, max int) (net.Listener, error) {
 	if err != nil || max <= 0 {
 		return ln, err
 	}
-	return netutil.LimitListener(ln, max), nil
+	return newLimitListener(ln, max), nil
 }
 
 // serveStage serves the listeners of one phase; its stop shuts them down together, so that none

@@ -179,19 +179,19 @@ func (t *InlineTransport) park(req *http.Request, c *inlineConn, raw syscall.Raw
 		c.SetReadDeadline(time.Time{})
 		return nil, nil // the answer (or the end of the connection) is read as any request's
 	}
-	if t.responseHeaderTimeout > 0 {
-		c.SetReadDeadline(time.Now().Add(t.responseHeaderTimeout - parkAfter))
-	} else {
-		c.SetReadDeadline(time.Time{})
-	}
 	h := &Held{c: c}
+	if t.responseHeaderTimeout > 0 {
+		h.deadline = time.Now().Add(t.responseHeaderTimeout - parkAfter)
+	}
+	c.SetReadDeadline(h.deadline)
 	return h, h
 }
 
 // Held is a parked request: sent, its answer awaited on its connection. It is the error the
 // Parker returns for it, and the transport of its second pass, which reads the answer once.
 type Held struct {
-	c *inlineConn
+	c        *inlineConn
+	deadline time.Time // of the answer's start; zero: none
 }
 
 func (h *Held) Error() string { return "wire: long poll parked" }

@@ -25,27 +25,58 @@ type parked struct {
 	answer func(ctx context.Context, w http.ResponseWriter)
 	tails  []func() // what the proxy and the front do at the end of a request, in order
 
-	settled    atomic.Bool
-	clientDone chan struct{}
-	pending    []byte // bytes the client sent after its request (pipelined), kept for the server
+	// clientKey and cellKey are the sockets' watches by the parking's waiter; 0: the side is
+	// watched by a goroutine of its own. Set while Start holds keys.
+	keys               sync.Mutex
+	clientKey, cellKey uint64
+	settled            atomic.Bool
+	clientDone         chan struct{}
+	pending            []byte // bytes the client sent after its request (pipelined), kept for the server
 }
 
 // Then adds what is left of a request to do once the poll is answered.
 func (p *parked) Then(f func()) { p.tails = append(p.tails, f) }
 
-// Start watches both sockets; the first to speak settles the poll.
+// Start watches both sockets; the first to speak settles the poll. The parking's waiter watches
+// them without a goroutine; a side it cannot watch (a runner that already sent more, a
+// connection wrapped by something that may hold bytes) gets a goroutine of its own.
 func (p *parked) Start() {
 	p.parking.hold(p)
-	g := p.parking.guard
-	g.Go("parked_poll", p.watchClient)
-	go func() {
-		defer g.Recover("parked_poll", p.crashed)
-		p.watchCell()
-	}()
+	g, w := p.parking.guard, p.parking.wait()
+	p.keys.Lock()
+	defer p.keys.Unlock()
+	var ok bool
+	if len(p.pending) == 0 {
+		p.clientKey, ok = w.add(p.client, time.Time{}, p.watchClient)
+	}
+	if !ok {
+		g.Go("parked_poll", p.watchClient)
+	}
+	// The answer's start, the cell closing, or the header timeout: all read in the second pass.
+	if p.cellKey, ok = w.add(p.upstream.c.Conn, p.upstream.deadline, p.cellSpoke); !ok {
+		go func() {
+			defer g.Recover("parked_poll", p.crashed)
+			p.upstream.awaitReadable()
+			p.cellSpoke()
+		}()
+	}
 }
 
-func (p *parked) watchCell() {
-	p.upstream.awaitReadable() // an answer, the cell closing, or the header timeout: all read in the second pass
+// unwatch ends the waiter's watch of one side (the cell's, or the runner's); true when it was
+// still waiting.
+func (p *parked) unwatch(cell bool) bool {
+	p.keys.Lock()
+	defer p.keys.Unlock()
+	key := p.clientKey
+	if cell {
+		key = p.cellKey
+	}
+	return p.parking.wait().remove(key)
+}
+
+// cellSpoke settles the poll with the cell's answer, unless the runner's end settled it first.
+func (p *parked) cellSpoke() {
+	defer p.parking.guard.Recover("parked_poll", p.crashed)
 	if p.settled.CompareAndSwap(false, true) {
 		p.finish()
 	}
@@ -102,9 +133,13 @@ const answerBound = 30 * time.Second
 // finish writes the cell's answer to the client and gives the connection back. While it is
 // written, the runner's side is still watched: a runner gone mid-answer ends the cell's request.
 func (p *parked) finish() {
-	p.client.SetReadDeadline(time.Unix(1, 0))
-	<-p.clientDone
-	p.client.SetReadDeadline(time.Time{})
+	if p.unwatch(false) {
+		close(p.clientDone) // the runner never spoke: no watch to stop
+	} else {
+		p.client.SetReadDeadline(time.Unix(1, 0))
+		<-p.clientDone
+		p.client.SetReadDeadline(time.Time{})
+	}
 	keep := len(p.pending) == 0 || !p.tls
 	w := newConnWriter(p.client, !keep || !p.parking.Accepting())
 	p.rec.ResponseWriter = w
@@ -187,6 +222,9 @@ func (p *parked) abandon() {
 
 // closeBoth closes the runner's connection and the cell's request, as for a runner gone.
 func (p *parked) closeBoth() {
+	// The watches end before the sockets close: a closed socket's number may be another's.
+	p.unwatch(true)
+	p.unwatch(false)
 	p.upstream.Close()
 	p.client.Close()
 	p.rec.Cause = hop.CauseClientClosed

@@ -21,14 +21,18 @@ import (
 // written through the same proxy path and the connection is handed back to the server for the
 // runner's next request (keep-alive), through Listener.
 type Parking struct {
-	guard    *guard.Guard
-	returned chan net.Conn
-	stop     chan struct{} // closed when the listener drains
-	mu       sync.Mutex
-	closing  bool
-	held     map[*parked]struct{}
-	total    int // polls parked since the start
-	wg       sync.WaitGroup
+	guard *guard.Guard
+	// waiter holds the parked polls' sockets (made at the first park; nil: each parked poll
+	// waits on two goroutines instead).
+	waiter     *waiter
+	waiterOnce sync.Once
+	returned   chan net.Conn
+	stop       chan struct{} // closed when the listener drains
+	mu         sync.Mutex
+	closing    bool
+	held       map[*parked]struct{}
+	total      int // polls parked since the start
+	wg         sync.WaitGroup
 }
 
 func NewParking(g *guard.Guard) *Parking {
@@ -113,6 +117,7 @@ func (pk *Parking) StopReturning() {
 // cells see the requests canceled, as with a held poll at the end of the grace).
 func (pk *Parking) Drain(ctx context.Context) {
 	pk.StopReturning()
+	defer pk.closeWaiter()
 	done := make(chan struct{})
 	go func() { pk.wg.Wait(); close(done) }() // guard: cannot panic
 	select {
@@ -130,6 +135,18 @@ func (pk *Parking) Drain(ctx context.Context) {
 		p.abandon()
 	}
 	<-done
+}
+
+// wait is the waiter of the parked polls, made at the first park.
+func (pk *Parking) wait() *waiter {
+	pk.waiterOnce.Do(func() { pk.waiter = newWaiter(pk.guard) })
+	return pk.waiter
+}
+
+// closeWaiter ends the waiter, if one was made, once no poll is parked.
+func (pk *Parking) closeWaiter() {
+	pk.waiterOnce.Do(func() {})
+	pk.waiter.close()
 }
 
 // Park takes over the connection of rec's request, whose cell holds it as held, and returns true:
