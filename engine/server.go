@@ -92,11 +92,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	defer s.untrack(ln)
 	s.fallbackOnce.Do(func() {
-		go func() {
+		s.guard.Go("fallback server", func() {
 			defer close(s.fallbackDone)
-			defer s.guard.Recover("fallback server", nil)
 			_ = s.fallback.Serve(s.handoff)
-		}()
+		})
 	})
 	var backoff time.Duration
 	for {
@@ -120,7 +119,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			rwc.Close()
 			continue
 		}
-		go c.serve()
+		go c.serve() // guard: serve contains its own panics (the connection's)
 	}
 }
 
@@ -131,7 +130,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.closeListeners()
 	fallback := make(chan error, 1)
-	go func() { fallback <- s.fallback.Shutdown(ctx) }()
+	go func() { fallback <- s.fallback.Shutdown(ctx) }() // guard: net/http's Shutdown, which cannot panic
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -147,7 +146,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	err := <-fallback
 	s.handoff.Close()
+	s.awaitFallback()
 	return err
+}
+
+// awaitFallback waits for the fallback server's Serve, once it has returned or will (it was shut
+// down or closed).
+func (s *Server) awaitFallback() {
+	s.fallbackOnce.Do(func() { close(s.fallbackDone) }) // never started: nothing to wait for
+	<-s.fallbackDone
 }
 
 // Close closes the listeners and every connection at once, the fallback server's too.
@@ -161,6 +168,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	err := s.fallback.Close()
 	s.handoff.Close()
+	s.awaitFallback()
 	return err
 }
 

@@ -31,7 +31,7 @@ func (w *watcher) arm(cancel context.CancelFunc, b *body) {
 	defer w.mu.Unlock()
 	w.armed, w.cancel, w.body, w.gone = true, cancel, b, false
 	if w.timer == nil {
-		w.timer = time.AfterFunc(watchAfter, w.watch)
+		w.timer = time.AfterFunc(watchAfter, w.c.s.guard.Func("engine watch", w.watch))
 	} else {
 		w.timer.Reset(watchAfter)
 	}

@@ -86,7 +86,7 @@ func (w *waiter) add(c net.Conn, deadline time.Time, fire func()) (key uint64, o
 		return 0, false
 	}
 	if !deadline.IsZero() {
-		wt.timer = time.AfterFunc(time.Until(deadline), func() { w.fired(key) })
+		wt.timer = time.AfterFunc(time.Until(deadline), w.guard.Func("parked_poll", func() { w.fired(key) }))
 	}
 	return key, true
 }
