@@ -193,3 +193,25 @@ func TestPanicEndsTheConnectionOnly(t *testing.T) {
 	healthy(t, addr)
 	settled(t, s)
 }
+
+// TestRefusedBodyAnswerReachesTheClient: a handler that refuses a large body without reading it
+// is answered to a client still sending it; the connection is not reset under the answer.
+func TestRefusedBodyAnswerReachesTheClient(t *testing.T) {
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	}))
+	for _, chunked := range []bool{false, true} {
+		body := io.Reader(strings.NewReader(strings.Repeat("x", 32<<20)))
+		if chunked {
+			body = io.MultiReader(body) // no length: sent chunked
+		}
+		resp, err := http.Post("http://"+addr+"/upload", "application/octet-stream", body)
+		if err != nil {
+			t.Fatalf("chunked %v: %v; want the 413", chunked, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("chunked %v: %d, want 413", chunked, resp.StatusCode)
+		}
+	}
+}

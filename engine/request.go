@@ -39,6 +39,9 @@ func (c *conn) serveRequest(r *http.Request) outcome {
 	}
 	c.watcher.disarm()
 	if !w.finish() || c.watcher.gone || c.s.draining.Load() {
+		if w.lingerClose {
+			c.closeWriteAndWait()
+		}
 		return closeAfter
 	}
 	return keepOpen
@@ -116,4 +119,16 @@ func hasToken(v, token string) bool {
 		}
 	}
 	return false
+}
+
+// rstAvoidanceDelay is how long a connection closed with a body unread stays half open, as
+// net/http's does: closing at once would reset it, and the client's TCP drop the answer unread.
+const rstAvoidanceDelay = 500 * time.Millisecond
+
+// closeWriteAndWait ends the connection's sending side and waits before the close.
+func (c *conn) closeWriteAndWait() {
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	time.Sleep(rstAvoidanceDelay)
 }

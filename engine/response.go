@@ -39,9 +39,12 @@ type response struct {
 	written      int64
 	chunking     bool
 	closeAfter   bool
-	err          error         // sticky: the connection failed
-	w            *bufio.Writer // the handler's writes, in front of the head and framing
-	chunks       chunkWriter
+	// lingerClose: the connection closes with some of the body unread, which must not reset it
+	// before the client has read the answer.
+	lingerClose bool
+	err         error         // sticky: the connection failed
+	w           *bufio.Writer // the handler's writes, in front of the head and framing
+	chunks      chunkWriter
 
 	mu        sync.Mutex // committed, and the connection's writer before it: a 100 Continue
 	committed bool       // the head is written
@@ -203,7 +206,7 @@ func (w *response) commit(p []byte) {
 	if req.ContentLength != 0 && !w.closeAfter && !w.fullDuplex && w.body != nil {
 		switch w.body.discard(w.c.s.readHeaderTimeout) {
 		case discardTooBig:
-			w.closeAfter = true
+			w.closeAfter, w.lingerClose = true, true
 			h.Del("Connection")
 			extra.connection = "close"
 		case discardFailed:
@@ -411,6 +414,7 @@ func (w *response) finish() bool {
 		w.fail(err)
 	}
 	if b := w.body; b != nil && b.closedEarly() {
+		w.lingerClose = true
 		return false
 	}
 	short := w.req.Method != http.MethodHead && w.declared != -1 && bodyAllowed(w.status) && w.declared != w.written

@@ -53,3 +53,11 @@ func (c *limitConn) Close() error {
 
 // NetConn is the connection limitConn counts.
 func (c *limitConn) NetConn() net.Conn { return c.Conn }
+
+// CloseWrite ends the sending side of the connection, when it has one to end (TCP).
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

@@ -22,10 +22,9 @@ import (
 // runner's next request (keep-alive), through Listener.
 type Parking struct {
 	guard *guard.Guard
-	// waiter holds the parked polls' sockets (made at the first park; nil: each parked poll
-	// waits on two goroutines instead).
-	waiter     *waiter
-	waiterOnce sync.Once
+	// waiter holds the parked polls' sockets (nil: each parked poll waits on two goroutines
+	// instead); it ends with the drain.
+	waiter *waiter
 	returned   chan net.Conn
 	stop       chan struct{} // closed when the listener drains
 	mu         sync.Mutex
@@ -36,7 +35,7 @@ type Parking struct {
 }
 
 func NewParking(g *guard.Guard) *Parking {
-	return &Parking{guard: g, returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
+	return &Parking{guard: g, waiter: newWaiter(g), returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
 }
 
 // Accepting says whether a new poll may be parked (not once the listener drains).
@@ -137,17 +136,11 @@ func (pk *Parking) Drain(ctx context.Context) {
 	<-done
 }
 
-// wait is the waiter of the parked polls, made at the first park.
-func (pk *Parking) wait() *waiter {
-	pk.waiterOnce.Do(func() { pk.waiter = newWaiter(pk.guard) })
-	return pk.waiter
-}
+// wait is the waiter of the parked polls.
+func (pk *Parking) wait() *waiter { return pk.waiter }
 
-// closeWaiter ends the waiter, if one was made, once no poll is parked.
-func (pk *Parking) closeWaiter() {
-	pk.waiterOnce.Do(func() {})
-	pk.waiter.close()
-}
+// closeWaiter ends the waiter once no poll is parked.
+func (pk *Parking) closeWaiter() { pk.waiter.close() }
 
 // Park takes over the connection of rec's request, whose cell holds it as held, and returns true:
 // the request's end is then rec.Later, which answer (the proxy's second pass, reading the answer
