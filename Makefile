@@ -62,7 +62,7 @@ BENCH_RESULTS := $(BENCH_RESULTS)
 bench:
 	mkdir -p $(BENCH_RESULTS)
 	./scripts/deps.sh nginx=nginx-light wrk=wrk redis-server=redis-server h2load=nghttp2-client haproxy=haproxy
-	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./front/ ./cellrouter/ ./wire/ ./discovery/ ./aggregate/
+	$(GO) test -run '^$$' -bench . -benchmem ./tokens/ ./front/ ./cellrouter/ ./wire/ ./discovery/ ./aggregate/ ./h1/ ./engine/
 	$(GO) run ./bench/cmd/longpollsoak -n 9900 -results $(BENCH_RESULTS)
 	$(GO) run ./bench/cmd/loginflood -results $(BENCH_RESULTS)
 	$(GO) run ./bench/cmd/edgebench --results $(BENCH_RESULTS) $(BENCH_FLAGS)

@@ -198,35 +198,24 @@ func (c *conn) release() {
 	c.keys = nil
 }
 
-// readerPool and writerPool keep connections' buffers between connections.
-type readerPool struct{ pool sync.Pool }
+// bufferPool keeps connections' readers or writers between connections.
+type bufferPool[T any] struct {
+	pool  sync.Pool
+	fresh func(net.Conn) T
+	reset func(T, net.Conn)
+}
 
-func (p *readerPool) get(c net.Conn) *bufio.Reader {
-	if br, ok := p.pool.Get().(*bufio.Reader); ok {
-		br.Reset(c)
-		return br
+func (p *bufferPool[T]) get(c net.Conn) T {
+	if v, ok := p.pool.Get().(T); ok {
+		p.reset(v, c)
+		return v
 	}
-	return bufio.NewReaderSize(c, readBufferSize)
+	return p.fresh(c)
 }
 
-func (p *readerPool) put(br *bufio.Reader) {
-	br.Reset(nil)
-	p.pool.Put(br)
-}
-
-type writerPool struct{ pool sync.Pool }
-
-func (p *writerPool) get(c net.Conn) *bufio.Writer {
-	if bw, ok := p.pool.Get().(*bufio.Writer); ok {
-		bw.Reset(c)
-		return bw
-	}
-	return bufio.NewWriterSize(c, writeBufferSize)
-}
-
-func (p *writerPool) put(bw *bufio.Writer) {
-	bw.Reset(nil)
-	p.pool.Put(bw)
+func (p *bufferPool[T]) put(v T) {
+	p.reset(v, nil)
+	p.pool.Put(v)
 }
 
 const writeBufferSize = 4 << 10

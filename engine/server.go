@@ -6,6 +6,7 @@
 package engine
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
@@ -41,10 +42,10 @@ type Server struct {
 	idleTimeout       time.Duration
 	log               *slog.Logger
 	guard             *guard.Guard
-	readers           readerPool
+	readers           bufferPool[*bufio.Reader]
 	lengthBuffers     sync.Pool // *bufio.Writer of bufferBeforeChunking, a response's first bytes
 	dates             atomic.Pointer[dated]
-	writers           writerPool
+	writers           bufferPool[*bufio.Writer]
 
 	fallbackOnce sync.Once
 	fallbackDone chan struct{}
@@ -70,6 +71,14 @@ func New(o Options) *Server {
 		maxHead = http.DefaultMaxHeaderBytes
 	}
 	s := &Server{
+		readers: bufferPool[*bufio.Reader]{
+			fresh: func(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, readBufferSize) },
+			reset: func(br *bufio.Reader, c net.Conn) { br.Reset(c) },
+		},
+		writers: bufferPool[*bufio.Writer]{
+			fresh: func(c net.Conn) *bufio.Writer { return bufio.NewWriterSize(c, writeBufferSize) },
+			reset: func(bw *bufio.Writer, c net.Conn) { bw.Reset(c) },
+		},
 		handler: o.Handler, fallback: fb, handoff: newHandoffListener(),
 		limits:            h1.Limits{MaxHead: maxHead, MaxHeaders: h1.DefaultMaxHeaders},
 		readHeaderTimeout: fb.ReadHeaderTimeout, idleTimeout: fb.IdleTimeout,

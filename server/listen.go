@@ -92,9 +92,36 @@ func serveStage(p phase, lns []*listener, errc chan<- error, log *slog.Logger, g
 func httpListener(setting, addr string, p phase, h http.Handler, srv *http.Server, log *slog.Logger) *listener {
 	srv.Handler = h
 	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	return served(setting, addr, p, log, srv, func(t *tls.Config) { srv.TLSConfig = t })
+}
+
+// engineListener is httpListener through edge's own HTTP/1.1 engine, which hands what it does
+// not read to srv.
+func engineListener(setting, addr string, p phase, h http.Handler, srv *http.Server, log *slog.Logger, g *guard.Guard) *listener {
+	srv.Handler = h
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	e := engine.New(engine.Options{Handler: h, Fallback: srv, Log: log, Guard: g})
+	return served(setting, addr, p, log, e, func(t *tls.Config) {
+		if t != nil {
+			// Its own copy: net/http adjusts the config it serves with, while the listener
+			// handshakes with the original.
+			srv.TLSConfig = t.Clone()
+		}
+	})
+}
+
+// server is what serves a listener: net/http's, or the engine.
+type server interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// served is the listener of setting served by srv, given the TLS config (nil: none) first.
+func served(setting, addr string, p phase, log *slog.Logger, srv server, useTLS func(*tls.Config)) *listener {
 	return &listener{setting: setting, addr: addr, phase: p,
 		serve: func(ln net.Listener, t *tls.Config) error {
-			srv.TLSConfig = t
+			useTLS(t)
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
@@ -104,33 +131,6 @@ func httpListener(setting, addr string, p phase, h http.Handler, srv *http.Serve
 			if err := srv.Shutdown(ctx); err != nil {
 				log.Warn("grace period over; closing remaining connections", "listener", setting, "error", err)
 				srv.Close()
-			}
-		}}
-}
-
-// engineListener serves h on the listener of setting through edge's own HTTP/1.1 engine, which
-// hands what it does not read to srv: requests in flight get until the stop's context ends to
-// finish, then what remains is closed.
-func engineListener(setting, addr string, p phase, h http.Handler, srv *http.Server, log *slog.Logger, g *guard.Guard) *listener {
-	srv.Handler = h
-	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	e := engine.New(engine.Options{Handler: h, Fallback: srv, Log: log, Guard: g})
-	return &listener{setting: setting, addr: addr, phase: p,
-		serve: func(ln net.Listener, t *tls.Config) error {
-			if t != nil {
-				// Its own copy: net/http adjusts the config it serves with, while the listener
-				// handshakes with the original.
-				srv.TLSConfig = t.Clone()
-			}
-			if err := e.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		},
-		shutdown: func(ctx context.Context) {
-			if err := e.Shutdown(ctx); err != nil {
-				log.Warn("grace period over; closing remaining connections", "listener", setting, "error", err)
-				e.Close()
 			}
 		}}
 }

@@ -77,9 +77,12 @@ func (p *parked) unwatch(cell bool) bool {
 // cellSpoke settles the poll with the cell's answer, unless the runner's end settled it first.
 func (p *parked) cellSpoke() {
 	defer p.parking.guard.Recover("parked_poll", p.crashed)
-	if p.settled.CompareAndSwap(false, true) {
-		p.finish()
+	if !p.settled.CompareAndSwap(false, true) {
+		return
 	}
+	p.parking.answering <- struct{}{}
+	defer func() { <-p.parking.answering }()
+	p.finish()
 }
 
 // watchClient reads the runner's side while the poll is parked: the end of the connection

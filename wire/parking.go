@@ -25,18 +25,26 @@ type Parking struct {
 	// waiter holds the parked polls' sockets (nil: each parked poll waits on two goroutines
 	// instead); it ends with the drain.
 	waiter *waiter
-	returned   chan net.Conn
-	stop       chan struct{} // closed when the listener drains
-	mu         sync.Mutex
-	closing    bool
-	held       map[*parked]struct{}
-	total      int // polls parked since the start
-	wg         sync.WaitGroup
+	// answering bounds the answers written at once: a cell that releases thousands of held
+	// polls together gets them answered in turn, not with thousands of answers' buffers at once.
+	answering chan struct{}
+	returned  chan net.Conn
+	stop      chan struct{} // closed when the listener drains
+	mu        sync.Mutex
+	closing   bool
+	held      map[*parked]struct{}
+	total     int // polls parked since the start
+	wg        sync.WaitGroup
 }
 
 func NewParking(g *guard.Guard) *Parking {
-	return &Parking{guard: g, waiter: newWaiter(g), returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
+	return &Parking{guard: g, waiter: newWaiter(g), answering: make(chan struct{}, maxAnswering), returned: make(chan net.Conn), stop: make(chan struct{}), held: map[*parked]struct{}{}}
 }
+
+// maxAnswering is how many parked polls' answers are written at once. An answer is small (a
+// job's JSON or an empty 204) and goes into the socket's buffer at once, so the queue drains
+// fast; its bound keeps the memory of a release of 10,000 polls to a few hundred answers'.
+const maxAnswering = 256
 
 // Accepting says whether a new poll may be parked (not once the listener drains).
 func (pk *Parking) Accepting() bool {
