@@ -47,10 +47,9 @@ func (c *conn) serveRequest(r *http.Request) outcome {
 	return keepOpen
 }
 
-// request makes the http.Request of the head, the buffer's first n bytes, and takes them out of
-// the buffer, as net/http's server makes it: the
-// strings in one allocation, Host out of the header map, Transfer-Encoding read into the
-// request's fields.
+// request makes the http.Request of the head (the buffer's first n bytes, taken out of it) as
+// net/http's server makes it: the strings in one allocation, Host out of the header map,
+// Transfer-Encoding read into the request's fields.
 func (c *conn) request(n int) (*http.Request, error) {
 	head := &c.head
 	raw, _ := c.br.Peek(n)
