@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -108,16 +107,6 @@ func (c *conn) request(n int) (*http.Request, error) {
 		r.Body = http.NoBody
 	}
 	return r, nil
-}
-
-// hasToken says whether a comma-separated header value names token, without case.
-func hasToken(v, token string) bool {
-	for part := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(part), token) {
-			return true
-		}
-	}
-	return false
 }
 
 // rstAvoidanceDelay is how long a connection closed with a body unread stays half open, as

@@ -189,12 +189,12 @@ func (w *response) commit(p []byte) {
 		extra.contentLength = strconv.AppendInt(extra.lengthBuf[:0], int64(len(p)), 10)
 	}
 	hasCL := w.declared != -1
-	wants10KeepAlive := req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header.Get("Connection"), "keep-alive")
+	wants10KeepAlive := req.ProtoMajor == 1 && req.ProtoMinor == 0 && httpguts.HeaderValuesContainsToken(req.Header["Connection"], "keep-alive")
 	if wants10KeepAlive && (isHEAD || hasCL || !bodyAllowed(w.status)) {
 		if _, set := h["Connection"]; !set {
 			extra.connection = "keep-alive"
 		}
-	} else if !req.ProtoAtLeast(1, 1) || req.Close || hasToken(req.Header.Get("Connection"), "close") {
+	} else if !req.ProtoAtLeast(1, 1) || req.Close || httpguts.HeaderValuesContainsToken(req.Header["Connection"], "close") {
 		w.closeAfter = true
 	}
 	if h.Get("Connection") == "close" || !keepAlives {
@@ -253,7 +253,7 @@ func (w *response) commit(p []byte) {
 	if w.chunking {
 		h.Del("Content-Length")
 	}
-	if w.closeAfter && (!keepAlives || !hasToken(h.Get("Connection"), "close")) && w.status != http.StatusSwitchingProtocols {
+	if w.closeAfter && (!keepAlives || !httpguts.HeaderValuesContainsToken(h["Connection"], "close")) && w.status != http.StatusSwitchingProtocols {
 		h.Del("Connection")
 		if req.ProtoAtLeast(1, 1) {
 			extra.connection = "close"

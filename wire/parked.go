@@ -42,7 +42,7 @@ func (p *parked) Then(f func()) { p.tails = append(p.tails, f) }
 // connection wrapped by something that may hold bytes) gets a goroutine of its own.
 func (p *parked) Start() {
 	p.parking.hold(p)
-	g, w := p.parking.guard, p.parking.wait()
+	g, w := p.parking.guard, p.parking.waiter
 	p.keys.Lock()
 	defer p.keys.Unlock()
 	var ok bool
@@ -71,7 +71,7 @@ func (p *parked) unwatch(cell bool) bool {
 	if cell {
 		key = p.cellKey
 	}
-	return p.parking.wait().remove(key)
+	return p.parking.waiter.remove(key)
 }
 
 // cellSpoke settles the poll with the cell's answer, unless the runner's end settled it first.

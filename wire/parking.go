@@ -124,7 +124,7 @@ func (pk *Parking) StopReturning() {
 // cells see the requests canceled, as with a held poll at the end of the grace).
 func (pk *Parking) Drain(ctx context.Context) {
 	pk.StopReturning()
-	defer pk.closeWaiter()
+	defer pk.waiter.close()
 	done := make(chan struct{})
 	go func() { pk.wg.Wait(); close(done) }() // guard: cannot panic
 	select {
@@ -143,12 +143,6 @@ func (pk *Parking) Drain(ctx context.Context) {
 	}
 	<-done
 }
-
-// wait is the waiter of the parked polls.
-func (pk *Parking) wait() *waiter { return pk.waiter }
-
-// closeWaiter ends the waiter once no poll is parked.
-func (pk *Parking) closeWaiter() { pk.waiter.close() }
 
 // Park takes over the connection of rec's request, whose cell holds it as held, and returns true:
 // the request's end is then rec.Later, which answer (the proxy's second pass, reading the answer
