@@ -24,6 +24,7 @@ import (
 // response-header timeout above the long poll, everything else a shorter one.
 type target struct {
 	cell     *discovery.Cell
+	label    string
 	health   *discovery.CellHealth
 	addrs    []addressProxies         // parallel to health.Addrs
 	counters [2][6]prometheus.Counter // by traffic kind and status class, resolved once
@@ -36,12 +37,24 @@ type addressProxies struct {
 	parker *httputil.ReverseProxy
 	health *discovery.CellHealth
 	addr   *discovery.Address
+	// key is the address's host:port when edge can write its requests itself (plain HTTP, no
+	// path or query of its own); empty otherwise.
+	key          string
+	preserveHost bool
 }
 
 // resume is the second pass of a parked poll: the parker's reverse proxy, reading the answer
 // through held.
 func (ap *addressProxies) resume(held *wire.Held) *httputil.ReverseProxy {
 	rp := *ap.parker
+	rp.Transport = &addressTransport{held, ap.health, ap.addr}
+	return &rp
+}
+
+// resumePlain reads, through held, the answer to a request edge wrote itself, as the plain
+// reverse proxy would have.
+func (ap *addressProxies) resumePlain(held *wire.Held) *httputil.ReverseProxy {
+	rp := *ap.plain
 	rp.Transport = &addressTransport{held, ap.health, ap.addr}
 	return &rp
 }
@@ -74,14 +87,15 @@ func (p *Router) newTargets(o Options) map[uint64]*target {
 		plainTransport, longPollTransport = plain, longPoll
 		if o.Tracer == nil {
 			parker = longPoll.Parker()
+			p.inline = plain
 		}
 	}
 	p.cellTransport = plainTransport
 	buffers, held := &bufferPool{size: copyBufferSize}, &bufferPool{size: heldCopyBufferSize}
 	targets := make(map[uint64]*target)
 	for _, cell := range p.cells.All() {
-		t := &target{cell: cell, health: p.health.Cell(cell.ID, cell.URLs, cell.Check)}
 		label := strconv.FormatUint(cell.ID, 10)
+		t := &target{cell: cell, label: label, health: p.health.Cell(cell.ID, cell.URLs, cell.Check)}
 		for kind := range t.counters {
 			for class := range t.counters[kind] {
 				code := "other"
@@ -101,6 +115,7 @@ func (p *Router) newTargets(o Options) map[uint64]*target {
 				plain:    p.reverseProxy(t, a.URL, label, plain, buffers, false),
 				longPoll: p.reverseProxy(t, a.URL, label, longPoll, held, true),
 				health:   t.health, addr: a,
+				key: directKey(a.URL), preserveHost: cell.PreserveHost,
 			}
 			if parker != nil {
 				ap.parker = p.reverseProxy(t, a.URL, label, &addressTransport{parker, t.health, a}, held, true)
@@ -151,25 +166,40 @@ func (p *Router) reverseProxy(t *target, addr *url.URL, label string, transport 
 				}
 				held.Close()
 			}
-			if r.Context().Err() != nil {
-				err = r.Context().Err()
-			}
-			status, cause := hop.StatusOf(err)
-			p.metrics.upstreamErrors.WithLabelValues(label, cause).Inc()
-			if status == hop.StatusClientClosed {
-				p.log.Info("client went away; upstream request canceled", "cell", cell.ID, "path", r.URL.Path,
-					"request_id", r.Header.Get(hop.HeaderRequestID))
-			} else {
-				p.log.Warn("upstream request failed", "cell", cell.ID, "method", r.Method, "path", r.URL.Path,
-					"status", status, "cause", cause, "request_id", r.Header.Get(hop.HeaderRequestID), "error", err)
-			}
-			hop.Write(w, status, cause, "cell "+label+": "+hop.CauseText(cause))
+			p.upstreamFailed(w, r, t, err)
 		},
 	}
 	if jobAnswers && (p.learned != nil || p.admission != nil) {
 		rp.ModifyResponse = func(resp *http.Response) error { return p.jobAnswer(t, resp) }
 	}
 	return rp
+}
+
+// upstreamFailed answers a request whose cell gave no answer, with the status and cause of err.
+func (p *Router) upstreamFailed(w http.ResponseWriter, r *http.Request, t *target, err error) {
+	if r.Context().Err() != nil {
+		err = r.Context().Err()
+	}
+	status, cause := hop.StatusOf(err)
+	p.metrics.upstreamErrors.WithLabelValues(t.label, cause).Inc()
+	if status == hop.StatusClientClosed {
+		p.log.Info("client went away; upstream request canceled", "cell", t.cell.ID, "path", r.URL.Path,
+			"request_id", r.Header.Get(hop.HeaderRequestID))
+	} else {
+		p.log.Warn("upstream request failed", "cell", t.cell.ID, "method", r.Method, "path", r.URL.Path,
+			"status", status, "cause", cause, "request_id", r.Header.Get(hop.HeaderRequestID), "error", err)
+	}
+	hop.Write(w, status, cause, "cell "+t.label+": "+hop.CauseText(cause))
+}
+
+// directKey is the host:port edge writes an address's requests to itself, or "" when the
+// address needs what ReverseProxy does (TLS, a path or query to join, credentials).
+func directKey(u *url.URL) string {
+	if u.Scheme != "http" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Opaque != "" ||
+		u.Path != "" && u.Path != "/" || u.RawPath != "" || u.Port() == "" {
+		return ""
+	}
+	return u.Host // the inline transport's key for the address, as ReverseProxy's requests have it
 }
 
 // maxJobAnswerPeek bounds how much of a job answer edge reads to find its id; GitLab puts the

@@ -20,6 +20,7 @@ func TestRequestPanicIs502AndCounted(t *testing.T) {
 	fired := false
 	cell := newScriptedCell(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") })
 	addr, _, g, logs := guardedFront(t, cell.url, deadURL(), func(p *Router) {
+		p.inline = nil // the answer through ReverseProxy, where the panic is forced
 		for _, a := range p.targets[1].addrs {
 			a.plain.ModifyResponse = func(*http.Response) error {
 				if !fired {

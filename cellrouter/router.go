@@ -73,6 +73,10 @@ type Router struct {
 	admission       *Admission
 	parkable        bool // long polls may be parked: inline cell transports, no tracing
 	parking         *wire.Parking
+	// inline writes plain requests edge encodes itself (direct.go); nil when a transport was
+	// given or tracing is on.
+	inline      *wire.InlineTransport
+	sendBuffers sendBuffers
 }
 
 // New builds a Router. Metrics may be nil only in tests that do not look at them.
@@ -180,6 +184,8 @@ func (p *Router) serve(w *hop.Record, r *http.Request, kind TrafficKind) {
 			if p.pollJob(w, r, rp, d.Cell.ID, func() { a.End(); p.served(w, r, t, kind, start) }) {
 				return // parked: the rest happens when the cell answers
 			}
+		} else if p.direct(rp, r) {
+			p.forwardDirect(w, r, t, rp)
 		} else {
 			rp.plain.ServeHTTP(w, r)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"strings"
 )
 
@@ -29,34 +28,6 @@ func StripEdgeHeaders(h http.Header) {
 		if FoldPrefix(k, "edge-") {
 			delete(h, k)
 		}
-	}
-}
-
-// SetForwarded sets X-Forwarded-* and X-Real-Ip from edge's own view. The front has already
-// removed an untrusted peer's forwarding headers, so any left on the incoming request come from
-// a trusted proxy (or another edge): its chain is extended, its host, proto and client address
-// kept. ReverseProxy has removed Forwarded and X-Forwarded-{For,Host,Proto} from the outgoing
-// request before Rewrite.
-func SetForwarded(pr *httputil.ProxyRequest) {
-	in := pr.In.Header
-	for _, k := range [...]string{"X-Forwarded-For", "Forwarded"} {
-		if v, ok := in[k]; ok {
-			pr.Out.Header[k] = v
-		}
-	}
-	pr.SetXForwarded()
-	for _, k := range [...]string{"X-Forwarded-Host", "X-Forwarded-Proto"} {
-		if v, ok := in[k]; ok {
-			pr.Out.Header[k] = v
-		}
-	}
-	if _, ok := in["X-Real-Ip"]; ok {
-		return
-	}
-	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
-		pr.Out.Header.Set("X-Real-Ip", ip)
-	} else {
-		pr.Out.Header.Del("X-Real-Ip")
 	}
 }
 
