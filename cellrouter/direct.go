@@ -53,46 +53,37 @@ func plainHost(h string) bool {
 	return h != ""
 }
 
-// sendBuffers are the encoded requests' buffers.
+// sendBuffers keep encoded requests' buffers between requests.
 type sendBuffers struct{ pool sync.Pool }
 
-func (s *sendBuffers) get() *[]byte {
-	if b, ok := s.pool.Get().(*[]byte); ok {
-		return b
+func (s *sendBuffers) get() *encoded {
+	if e, ok := s.pool.Get().(*encoded); ok {
+		return e
 	}
-	b := make([]byte, 0, 2<<10)
-	return &b
+	return &encoded{bytes: make([]byte, 0, 2<<10), fields: make(outFields, 0, 16)}
 }
 
-func (s *sendBuffers) put(b *[]byte) {
-	if cap(*b) <= 64<<10 {
-		*b = (*b)[:0]
-		s.pool.Put(b)
+func (s *sendBuffers) put(e *encoded) {
+	if cap(e.bytes) > 64<<10 {
+		return
 	}
+	clear(e.fields[:cap(e.fields)])
+	*e = encoded{fields: e.fields[:0], bytes: e.bytes[:0]}
+	s.pool.Put(e)
 }
 
 // forwardDirect sends r to the cell at ap and writes its answer to w. A connection that could
 // not be made goes to the cell's next address, as the reverse proxies' transport does.
 func (p *Router) forwardDirect(w *hop.Record, r *http.Request, t *target, ap *addressProxies) {
-	var body []byte
-	if r.ContentLength > 0 {
-		body = r.Body.(*replayBody).data
-	}
-	var f outFields
-	outgoing(&f, r)
-	buf := p.sendBuffers.get()
-	defer p.sendBuffers.put(buf)
+	out := p.encode(r)
+	defer p.sendBuffers.put(out)
 	var tried []*discovery.Address
 	for {
-		host := ap.addr.URL.Host
-		if ap.preserveHost {
-			host = r.Host
-		}
-		*buf = appendRequest((*buf)[:0], r, host, f, body)
+		p.reencode(out, r, ap)
 		if len(tried) > 0 {
 			ap.addr.Begin()
 		}
-		x, err := p.inline.Exchange(r, ap.key, *buf)
+		x, err := p.inline.Exchange(r, ap.key, out.bytes)
 		if len(tried) > 0 {
 			ap.addr.End()
 		}
@@ -101,15 +92,10 @@ func (p *Router) forwardDirect(w *hop.Record, r *http.Request, t *target, ap *ad
 			p.answerDirect(w, r, x, ap)
 			return
 		}
-		ctxErr := r.Context().Err() != nil
-		if !ctxErr && !neverReached(err) && gatewayFailure(err) {
-			t.health.GatewayFailed(ap.addr)
-		}
-		if ctxErr || !neverReached(err) || len(body) > 0 || r.URL.Path == wire.JobsRequestPath {
+		if !p.exchangeFailed(r, t, ap, err, len(out.body) == 0) {
 			p.upstreamFailed(w, r, t, err)
 			return
 		}
-		t.health.ConnectFailed(ap.addr)
 		tried = append(tried, ap.addr)
 		next := t.health.Pick(tried...)
 		if next == nil {
@@ -118,6 +104,77 @@ func (p *Router) forwardDirect(w *hop.Record, r *http.Request, t *target, ap *ad
 		}
 		ap = t.proxies(next)
 	}
+}
+
+// pollDirect sends a jobs/request that may be parked and writes its answer when it began within
+// the parking delay; otherwise it returns the Held to park. A job handed out (201) is read by
+// the parker's reverse proxy, which learns its id and asks admission.
+func (p *Router) pollDirect(w *hop.Record, r *http.Request, t *target, ap *addressProxies) *wire.Held {
+	out := p.encode(r)
+	defer p.sendBuffers.put(out)
+	p.reencode(out, r, ap)
+	x, held, err := p.polls.ExchangeOrHold(r, ap.key, out.bytes)
+	switch {
+	case err != nil:
+		p.exchangeFailed(r, t, ap, err, false)
+		p.upstreamFailed(w, r, t, err)
+	case held != nil:
+		return held
+	case x.Accepted && x.Answer.Status == http.StatusCreated && (p.learned != nil || p.admission != nil):
+		ap.resume(x.Held()).ServeHTTP(w, r)
+	default:
+		ap.addr.Answered()
+		p.answerDirect(w, r, x, ap)
+	}
+	return nil
+}
+
+// exchangeFailed notes a failed exchange in the cell's health, as the reverse proxies'
+// transport does, and says whether the request may go to another address: no connection was
+// made, and it has no body to send again and is not a job claim.
+func (p *Router) exchangeFailed(r *http.Request, t *target, ap *addressProxies, err error, bodiless bool) bool {
+	if r.Context().Err() != nil {
+		return false
+	}
+	if !neverReached(err) {
+		if gatewayFailure(err) {
+			t.health.GatewayFailed(ap.addr)
+		}
+		return false
+	}
+	t.health.ConnectFailed(ap.addr)
+	return bodiless && r.URL.Path != wire.JobsRequestPath
+}
+
+// encoded is a request as edge writes it to a cell: its outgoing fields, its held body, and the
+// bytes for the address it goes to.
+type encoded struct {
+	fields outFields
+	body   []byte
+	bytes  []byte
+	host   string // the bytes' Host
+}
+
+func (p *Router) encode(r *http.Request) *encoded {
+	e := p.sendBuffers.get()
+	if r.ContentLength > 0 {
+		e.body = r.Body.(*replayBody).data
+	}
+	outgoing(&e.fields, r)
+	return e
+}
+
+// reencode writes e's bytes for ap: again only when the Host differs.
+func (p *Router) reencode(e *encoded, r *http.Request, ap *addressProxies) {
+	host := ap.addr.URL.Host
+	if ap.preserveHost {
+		host = r.Host
+	}
+	if e.bytes != nil && host == e.host {
+		return
+	}
+	e.host = host
+	e.bytes = appendRequest(e.bytes[:0], r, host, e.fields, e.body)
 }
 
 // answerDirect writes the cell's answer as ReverseProxy would: its head's fields but the

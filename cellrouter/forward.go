@@ -87,7 +87,7 @@ func (p *Router) newTargets(o Options) map[uint64]*target {
 		plainTransport, longPollTransport = plain, longPoll
 		if o.Tracer == nil {
 			parker = longPoll.Parker()
-			p.inline = plain
+			p.inline, p.polls = plain, longPoll
 		}
 	}
 	p.cellTransport = plainTransport

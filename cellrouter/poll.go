@@ -13,8 +13,8 @@ import (
 // parker: if the cell holds it, the client's connection is handed to the parking and true
 // returned; the answer is written, and then run, when the cell answers. Otherwise the poll is
 // served here and false returned.
-func (p *Router) pollJob(w *hop.Record, r *http.Request, rp *addressProxies, cell uint64, then func()) bool {
-	pl := p.metrics.signals.startPoll(r, cell)
+func (p *Router) pollJob(w *hop.Record, r *http.Request, t *target, rp *addressProxies, then func()) bool {
+	pl := p.metrics.signals.startPoll(r, t.cell.ID)
 	if p.admission != nil {
 		r = r.WithContext(context.WithValue(r.Context(), pollKey{}, &pl))
 	}
@@ -23,17 +23,23 @@ func (p *Router) pollJob(w *hop.Record, r *http.Request, rp *addressProxies, cel
 		pl.end(w.Status)
 		return false
 	}
-	pw := &pollWriter{ResponseWriter: w}
-	rp.parker.ServeHTTP(pw, r)
-	if pw.held == nil {
+	var held *wire.Held
+	if p.direct(rp, r) {
+		held = p.pollDirect(w, r, t, rp)
+	} else {
+		pw := &pollWriter{ResponseWriter: w}
+		rp.parker.ServeHTTP(pw, r)
+		held = pw.held
+	}
+	if held == nil {
 		pl.end(w.Status)
 		return false
 	}
 	// The request is out and its answer awaited. The second pass reads it through the Held; the
 	// server's context of the request ends with the handler, so the pass keeps only its values.
-	second := rp.resume(pw.held)
+	second := rp.resume(held)
 	answer := func(ctx context.Context, rw http.ResponseWriter) { second.ServeHTTP(rw, r.WithContext(ctx)) }
-	if !p.parking.Park(w, r, pw.held, answer) {
+	if !p.parking.Park(w, r, held, answer) {
 		answer(r.Context(), w) // the listener drains: held here, as a poll that was never parked
 		pl.end(w.Status)
 		return false

@@ -73,10 +73,10 @@ type Router struct {
 	admission       *Admission
 	parkable        bool // long polls may be parked: inline cell transports, no tracing
 	parking         *wire.Parking
-	// inline writes plain requests edge encodes itself (direct.go); nil when a transport was
-	// given or tracing is on.
-	inline      *wire.InlineTransport
-	sendBuffers sendBuffers
+	// inline and polls carry the requests edge writes itself (direct.go), polls the jobs/request
+	// that may be parked; nil when a transport was given or tracing is on.
+	inline, polls *wire.InlineTransport
+	sendBuffers   sendBuffers
 }
 
 // New builds a Router. Metrics may be nil only in tests that do not look at them.
@@ -181,7 +181,7 @@ func (p *Router) serve(w *hop.Record, r *http.Request, kind TrafficKind) {
 		rp := t.proxies(a)
 		a.Begin()
 		if kind == TrafficRunner && r.Method == http.MethodPost && r.URL.Path == wire.JobsRequestPath {
-			if p.pollJob(w, r, rp, d.Cell.ID, func() { a.End(); p.served(w, r, t, kind, start) }) {
+			if p.pollJob(w, r, t, rp, func() { a.End(); p.served(w, r, t, kind, start) }) {
 				return // parked: the rest happens when the cell answers
 			}
 		} else if p.direct(rp, r) {

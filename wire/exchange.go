@@ -32,36 +32,58 @@ var answerLimits = h1.Limits{MaxHead: 4 << 10, MaxHeaders: h1.DefaultMaxHeaders}
 // go twice (once, when a kept-alive connection closed as it went out) is judged from it, as
 // RoundTrip judges.
 func (t *InlineTransport) Exchange(req *http.Request, key string, out []byte) (*Exchange, error) {
+	x, _, err := t.exchange(req, key, out, false)
+	return x, err
+}
+
+// ExchangeOrHold is Exchange for a long poll on a transport for held requests: when no answer
+// began within parkAfter, the request is left waiting on its connection and returned as a Held,
+// for the caller to park (as the Parker's RoundTrip returns it).
+func (t *InlineTransport) ExchangeOrHold(req *http.Request, key string, out []byte) (*Exchange, *Held, error) {
+	return t.exchange(req, key, out, t.holdUnbuffered)
+}
+
+func (t *InlineTransport) exchange(req *http.Request, key string, out []byte, mayPark bool) (*Exchange, *Held, error) {
 	ctx := req.Context()
 	head := req.Method == http.MethodHead
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.conn(ctx, key)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if raw, socket := c.plainSocket(); socket && mayPark {
+			held, err := t.park(c, raw, func() error { return c.write(out) })
+			if held != nil {
+				return nil, held, nil
+			}
+			if err != nil {
+				return nil, nil, err // not sent, the connection closed: a poll never goes twice
+			}
+		} else {
+			err = c.write(out)
 		}
 		stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
 		x := &Exchange{c: c, stop: stop}
-		err = x.send(out)
 		if err == nil {
 			err = x.readHead(req, head)
 		}
 		if err == nil {
-			return x, nil
+			return x, nil, nil
 		}
 		stop()
 		c.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%w: %w", ctxErr, err)
+			return nil, nil, fmt.Errorf("%w: %w", ctxErr, err)
 		}
 		if reused && attempt == 0 && replayable(req) && closedByPeer(err) {
 			continue
 		}
-		return nil, err
+		return nil, nil, err
 	}
 }
 
-func (x *Exchange) send(out []byte) error {
-	c := x.c
+// write sends an encoded request.
+func (c *inlineConn) write(out []byte) error {
 	if len(out) > unboundedSend {
 		c.SetWriteDeadline(time.Now().Add(tunnel.WriteStall))
 		defer c.SetWriteDeadline(time.Time{})

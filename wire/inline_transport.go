@@ -120,7 +120,7 @@ func (t *InlineTransport) roundTrip(req *http.Request, mayPark bool) (*http.Resp
 		var resp *http.Response
 		var stop func() bool
 		if raw, socket := c.plainSocket(); socket && mayPark && t.holdUnbuffered {
-			if held, err := t.park(req, c, raw); held != nil || err != nil {
+			if held, err := t.park(c, raw, func() error { return c.send(req) }); held != nil || err != nil {
 				return nil, err
 			}
 			// Answered at once: read here, as any request, with a reader at once (the answer has
@@ -166,11 +166,11 @@ func (c *inlineConn) body(resp *http.Response, stop func() bool, reusable bool) 
 // for those would only cost.
 const parkAfter = 50 * time.Millisecond
 
-// park sends the request on c (its socket raw) and, when no answer began within parkAfter,
+// park sends a request on c (its socket raw) and, when no answer began within parkAfter,
 // returns the connection as a Held, waiting for the answer within the response-header timeout.
-func (t *InlineTransport) park(req *http.Request, c *inlineConn, raw syscall.RawConn) (*Held, error) {
+func (t *InlineTransport) park(c *inlineConn, raw syscall.RawConn, send func() error) (*Held, error) {
 	c.SetReadDeadline(time.Now().Add(parkAfter))
-	sent, err := c.sendAndAwait(raw, req)
+	sent, err := c.sendAndAwait(raw, send)
 	if !sent {
 		c.Close()
 		return nil, err

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"net"
-	"net/http"
 	"syscall"
 	"time"
 
@@ -27,11 +26,11 @@ func (c *inlineConn) socket() bool {
 	return ok && canPeek
 }
 
-// sendAndAwait writes req on the socket raw and waits, reading nothing, until the answer
+// sendAndAwait writes (send) on the socket raw and waits, reading nothing, until the answer
 // begins, the connection ends or the read deadline passes. The wait is armed before the request
 // goes out, so no read has to find the answer missing first: a peek that finds nothing, then one
 // that finds it, cost two system calls per held request. sent tells whether req went out.
-func (c *inlineConn) sendAndAwait(raw syscall.RawConn, req *http.Request) (sent bool, err error) {
+func (c *inlineConn) sendAndAwait(raw syscall.RawConn, send func() error) (sent bool, err error) {
 	var sendErr error
 	err = raw.Read(func(uintptr) bool {
 		if sent {
@@ -39,7 +38,7 @@ func (c *inlineConn) sendAndAwait(raw syscall.RawConn, req *http.Request) (sent 
 		}
 		// The poller's readiness was reset just before this call: an answer arriving from now on
 		// ends the wait that follows.
-		sendErr = c.send(req)
+		sendErr = send()
 		sent = sendErr == nil
 		return !sent
 	})
