@@ -184,7 +184,7 @@ func (p *Router) answerDirect(w *hop.Record, r *http.Request, x *wire.Exchange, 
 		ap.resumePlain(x.Held()).ServeHTTP(w, r)
 		return
 	}
-	copyAnswerHeader(w.Header(), &x.Answer)
+	copyAnswerHeader(w.Header(), &x.Answer, x.Head())
 	w.WriteHeader(x.Answer.Status)
 	if err := x.WriteBody(w); err != nil {
 		guard.Abort(w, true) // as ReverseProxy ends an answer cut short
@@ -192,37 +192,29 @@ func (p *Router) answerDirect(w *hop.Record, r *http.Request, x *wire.Exchange, 
 }
 
 // copyAnswerHeader adds the answer's fields to h, but the hop-by-hop ones. Their names and values
-// share one string.
-func copyAnswerHeader(h http.Header, a *h1.Response) {
+// point into one copy of the head (head: the buffer the fields point into).
+func copyAnswerHeader(h http.Header, a *h1.Response, head []byte) {
 	if len(a.Headers) == 0 {
 		return
 	}
 	var named []string
-	size := 0
 	for _, f := range a.Headers {
-		size += len(f.Name) + len(f.Value)
 		if h1Fold(f.Name, "connection") {
 			named = append(named, connectionNamed([]string{string(f.Value)})...)
 		}
 	}
-	var sb strings.Builder
-	sb.Grow(size)
-	for _, f := range a.Headers {
-		sb.Write(f.Name)
-		sb.Write(f.Value)
+	s := string(head)
+	at := func(b []byte) string {
+		i := cap(head) - cap(b) // both slices of one buffer, ending where it ends
+		return s[i : i+len(b)]
 	}
-	s := sb.String()
 	values := make([]string, len(a.Headers))
-	at := 0
 	for i, f := range a.Headers {
-		name := s[at : at+len(f.Name)]
-		at += len(f.Name)
-		values[i] = s[at : at+len(f.Value)]
-		at += len(f.Value)
-		name = textproto.CanonicalMIMEHeaderKey(name)
+		name := textproto.CanonicalMIMEHeaderKey(at(f.Name))
 		if isHopByHop(name) || slices.Contains(named, name) {
 			continue
 		}
+		values[i] = at(f.Value)
 		if old, ok := h[name]; ok {
 			h[name] = append(old, values[i])
 		} else {

@@ -109,7 +109,16 @@ func appendRequest(b []byte, r *http.Request, host string, f outFields, body []b
 	}
 	b = append(b, method...)
 	b = append(b, ' ')
-	b = append(b, r.URL.RequestURI()...)
+	// r.URL.RequestURI(), without making the string: direct requests have no Opaque.
+	if path := r.URL.EscapedPath(); path != "" {
+		b = append(b, path...)
+	} else {
+		b = append(b, '/')
+	}
+	if r.URL.ForceQuery || r.URL.RawQuery != "" {
+		b = append(b, '?')
+		b = append(b, r.URL.RawQuery...)
+	}
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, host...)
 	b = append(b, "\r\n"...)

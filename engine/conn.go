@@ -84,12 +84,14 @@ func (c *conn) serve() {
 			keep = c.handOff()
 			return
 		}
-		r, err := c.request(n)
+		ctx, cancel := context.WithCancel(c.ctx)
+		r, err := c.request(ctx, n)
 		if err != nil {
+			cancel()
 			keep = c.handOff() // a target net/http's own parse refuses: its answer, as always
 			return
 		}
-		switch c.serveRequest(r) {
+		switch c.serveRequest(r, cancel) {
 		case hijacked:
 			keep = true
 			return

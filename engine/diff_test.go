@@ -130,6 +130,9 @@ func sameDate(b []byte) []byte {
 
 var seeds = []string{
 	"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	// A head known at WriteHeader (length and type given) is written then, with no header copy.
+	"GET /length/type HTTP/1.1\r\nHost: a\r\n\r\nGET /early/length/type/trailer HTTP/1.1\r\nHost: a\r\n\r\nHEAD /length/type/204 HTTP/1.1\r\nHost: a\r\n\r\n",
+	"POST /length/type HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiPOST /unread/length/type HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiGET /x HTTP/1.1\r\nHost: a\r\n\r\n",
 	"GET /x?y=1&z=%20 HTTP/1.1\r\nHost: a.example:8080\r\nUser-Agent: gitlab-runner 17.11\r\nAccept: */*\r\nX-Dup: 1\r\nx-dup: 2\r\n\r\n",
 	"POST /api/v4/jobs/request HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"token\":\"t\"}",
 	"POST /chunked HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",

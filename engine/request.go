@@ -21,14 +21,12 @@ const (
 // connection (net/http's figure); more, and the connection closes instead.
 const maxDiscard = 256 << 10
 
-// serveRequest serves r, read from the connection.
-func (c *conn) serveRequest(r *http.Request) outcome {
+// serveRequest serves r, read from the connection; cancel ends r's context.
+func (c *conn) serveRequest(r *http.Request, cancel context.CancelFunc) outcome {
 	c.served++
 	c.lastPOST = r.Method == http.MethodPost
 	c.rwc.SetReadDeadline(time.Time{})
-	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	r = r.WithContext(ctx)
 	w := &c.w
 	w.reset(c, r)
 	c.watcher.arm(cancel, w.body)
@@ -46,10 +44,10 @@ func (c *conn) serveRequest(r *http.Request) outcome {
 	return keepOpen
 }
 
-// request makes the http.Request of the head (the buffer's first n bytes, taken out of it) as
-// net/http's server makes it: the strings in one allocation, Host out of the header map,
+// request makes the http.Request of the head (the buffer's first n bytes, taken out of it), with
+// ctx, as net/http's server makes it: the strings in one allocation, Host out of the header map,
 // Transfer-Encoding read into the request's fields.
-func (c *conn) request(n int) (*http.Request, error) {
+func (c *conn) request(ctx context.Context, n int) (*http.Request, error) {
 	head := &c.head
 	raw, _ := c.br.Peek(n)
 	s := string(raw) // every string of the request points into this one
@@ -65,6 +63,7 @@ func (c *conn) request(n int) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Made here and copied once with its context (WithContext): this one stays on the stack.
 	r := &http.Request{
 		Method:     at(head.Method),
 		URL:        u,
@@ -106,7 +105,7 @@ func (c *conn) request(n int) (*http.Request, error) {
 	default:
 		r.Body = http.NoBody
 	}
-	return r, nil
+	return r.WithContext(ctx), nil
 }
 
 // rstAvoidanceDelay is how long a connection closed with a body unread stays half open, as

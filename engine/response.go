@@ -45,6 +45,7 @@ type response struct {
 	err         error         // sticky: the connection failed
 	w           *bufio.Writer // the handler's writes, in front of the head and framing
 	chunks      chunkWriter
+	extra       extraHeader // what commit adds to the head
 
 	mu        sync.Mutex // committed, and the connection's writer before it: a 100 Continue
 	committed bool       // the head is written
@@ -84,18 +85,38 @@ func (w *response) WriteHeader(code int) {
 		return
 	}
 	w.wroteHeader, w.status = true, code
-	w.sent = w.header
-	if w.calledHeader {
-		w.sent = w.header.Clone() // what the handler sets from now on is not in the head
-	}
 	if cl := w.header.Get("Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.declared = n
 		} else {
 			w.header.Del("Content-Length")
-			w.sent.Del("Content-Length")
 		}
 	}
+	w.sent = w.header
+	if w.headKnown() {
+		// Nothing the body or the handler's end could change: the head is written now, and the
+		// header needs no copy.
+		w.commit(nil)
+		return
+	}
+	if w.calledHeader {
+		w.sent = w.header.Clone() // what the handler sets from now on is not in the head
+	}
+}
+
+// headKnown: the head depends on nothing but the header as it is: the body's length is declared
+// (or there is none), its type given (or nothing to sniff), and the request's body, if any, read
+// to its end (nothing to discard, no 100 Continue to send).
+func (w *response) headKnown() bool {
+	if bodyAllowed(w.status) {
+		if w.declared < 0 {
+			return false
+		}
+		if _, typed := w.header["Content-Type"]; !typed && w.declared > 0 && w.header.Get("Content-Encoding") == "" {
+			return false
+		}
+	}
+	return w.req.ContentLength == 0 || w.body != nil && w.body.sawEOF.Load()
 }
 
 func (w *response) Write(p []byte) (int, error) {
@@ -183,7 +204,8 @@ func (w *response) commit(p []byte) {
 	}
 	te := h.Get("Transfer-Encoding")
 	hasTE := te != ""
-	var extra extraHeader
+	extra := &w.extra
+	*extra = extraHeader{}
 	if w.handlerDone && !trailers && !hasTE && bodyAllowed(w.status) && !has(h, "Content-Length") && (!isHEAD || len(p) > 0) {
 		w.declared = int64(len(p))
 		extra.contentLength = strconv.AppendInt(extra.lengthBuf[:0], int64(len(p)), 10)
@@ -311,8 +333,9 @@ func (w *response) statusLine(code int) {
 		fmt.Fprintf(bw, "%03d status code %d\r\n", code, code)
 		return
 	}
-	var num [8]byte
-	bw.Write(strconv.AppendInt(num[:0], int64(code), 10))
+	bw.WriteByte(byte('0' + code/100))
+	bw.WriteByte(byte('0' + code/10%10))
+	bw.WriteByte(byte('0' + code%10))
 	bw.WriteByte(' ')
 	bw.WriteString(text)
 	bw.WriteString("\r\n")

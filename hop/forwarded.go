@@ -37,31 +37,39 @@ func Forward(out Fields, in *http.Request) {
 			out.Put(k, v)
 		}
 	}
-	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+	// The values edge sets share one array, each slice capped at its own.
+	set := make([]string, 0, 4)
+	value := func(v string) []string {
+		set = append(set, v)
+		return set[len(set)-1 : len(set) : len(set)]
+	}
+	ip, _, err := net.SplitHostPort(in.RemoteAddr)
+	if err == nil {
+		xff := ip
 		if prior := out.Values("X-Forwarded-For"); len(prior) > 0 {
-			ip = strings.Join(prior, ", ") + ", " + ip
+			xff = strings.Join(prior, ", ") + ", " + ip
 		}
-		out.Put("X-Forwarded-For", []string{ip})
+		out.Put("X-Forwarded-For", value(xff))
 	} else {
 		out.Del("X-Forwarded-For")
 	}
 	if v, ok := in.Header["X-Forwarded-Host"]; ok {
 		out.Put("X-Forwarded-Host", v)
 	} else {
-		out.Put("X-Forwarded-Host", []string{in.Host})
+		out.Put("X-Forwarded-Host", value(in.Host))
 	}
 	if v, ok := in.Header["X-Forwarded-Proto"]; ok {
 		out.Put("X-Forwarded-Proto", v)
 	} else if in.TLS == nil {
-		out.Put("X-Forwarded-Proto", []string{"http"})
+		out.Put("X-Forwarded-Proto", value("http"))
 	} else {
-		out.Put("X-Forwarded-Proto", []string{"https"})
+		out.Put("X-Forwarded-Proto", value("https"))
 	}
 	if _, ok := in.Header["X-Real-Ip"]; ok {
 		return
 	}
-	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		out.Put("X-Real-Ip", []string{ip})
+	if err == nil {
+		out.Put("X-Real-Ip", value(ip))
 	} else {
 		out.Del("X-Real-Ip")
 	}

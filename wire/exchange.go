@@ -28,7 +28,7 @@ type Exchange struct {
 var answerLimits = h1.Limits{MaxHead: 4 << 10, MaxHeaders: h1.DefaultMaxHeaders}
 
 // Exchange writes out (the request's head and body, encoded) to key and reads the answer's
-// head. req is the request out stands for: its context bounds the exchange, and whether it may
+// head. The Exchange is the connection's: it is not used after WriteBody, Close or Held. req is the request out stands for: its context bounds the exchange, and whether it may
 // go twice (once, when a kept-alive connection closed as it went out) is judged from it, as
 // RoundTrip judges.
 func (t *InlineTransport) Exchange(req *http.Request, key string, out []byte) (*Exchange, error) {
@@ -62,15 +62,15 @@ func (t *InlineTransport) exchange(req *http.Request, key string, out []byte, ma
 		} else {
 			err = c.write(out)
 		}
-		stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
-		x := &Exchange{c: c, stop: stop}
+		x := &c.x
+		*x = Exchange{c: c, stop: context.AfterFunc(ctx, c.canceled()), Answer: h1.Response{Headers: x.Answer.Headers[:0]}} // guard: only sets a deadline
 		if err == nil {
 			err = x.readHead(req, head)
 		}
 		if err == nil {
 			return x, nil, nil
 		}
-		stop()
+		x.stop()
 		c.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ctxErr, err)
@@ -126,6 +126,13 @@ func (x *Exchange) readHead(req *http.Request, head bool) error {
 			return err
 		}
 	}
+}
+
+// Head is the accepted answer's head, in the connection's buffer: x.Answer's fields point into
+// it. It is good until WriteBody.
+func (x *Exchange) Head() []byte {
+	b, _ := x.c.br.Peek(x.head)
+	return b
 }
 
 // Held hands the answer, not read yet, to net/http's reader through the Held transport.

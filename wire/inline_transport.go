@@ -58,6 +58,18 @@ type inlineConn struct {
 	// interim: a 1xx of the request in flight was passed on, so the cell saw it and the client
 	// knows: it is never sent again.
 	interim bool
+	raw     syscall.RawConn // the socket, once asked for
+	probe   quietProbe
+	x       Exchange // the exchange in flight: one per connection, reused
+	cut     func()   // ends what the connection is doing: bound once
+}
+
+// canceled is what a canceled request does to its connection: whatever it is doing ends.
+func (c *inlineConn) canceled() func() {
+	if c.cut == nil {
+		c.cut = func() { c.SetDeadline(time.Unix(1, 0)) }
+	}
+	return c.cut
 }
 
 // NewInlineTransport carries what it can inline and the rest with fallback, which must have a
@@ -125,12 +137,12 @@ func (t *InlineTransport) roundTrip(req *http.Request, mayPark bool) (*http.Resp
 			}
 			// Answered at once: read here, as any request, with a reader at once (the answer has
 			// begun: looking for it again would cost a system call).
-			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
+			stop = context.AfterFunc(ctx, c.canceled()) // guard: only sets a deadline
 			c.reader()
 			resp, err = c.afterSend(req, t.responseHeaderTimeout)
 		} else {
 			// A canceled request (the client went away) unblocks whatever the connection is doing.
-			stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
+			stop = context.AfterFunc(ctx, c.canceled()) // guard: only sets a deadline
 			resp, err = c.roundTrip(req, t.responseHeaderTimeout)
 		}
 		if err != nil {
@@ -209,7 +221,7 @@ func HeldOf(err error) *Held {
 func (h *Held) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := h.c
 	ctx := req.Context()
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) }) // guard: only sets a deadline
+	stop := context.AfterFunc(ctx, c.canceled()) // guard: only sets a deadline
 	resp, err := c.answer(req, c.t.responseHeaderTimeout)
 	if err != nil {
 		stop()

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"net"
 	"syscall"
 	"time"
@@ -12,12 +13,10 @@ import (
 // be peeked at: one whose readiness to read is the answer's (nothing like TLS buffers bytes in
 // between). Only there are polls parked.
 func (c *inlineConn) plainSocket() (syscall.RawConn, bool) {
-	tc, ok := c.Conn.(*net.TCPConn)
-	if !ok || !canPeek {
+	if _, ok := c.Conn.(*net.TCPConn); !ok || !canPeek {
 		return nil, false
 	}
-	raw, err := tc.SyscallConn()
-	return raw, err == nil
+	return c.rawConn()
 }
 
 // socket says whether the connection is a socket whose readiness can be peeked at.
@@ -50,9 +49,9 @@ func (c *inlineConn) sendAndAwait(raw syscall.RawConn, send func() error) (sent 
 
 // awaitReadable waits until the socket has a byte to read or has ended, reading nothing.
 func (c *inlineConn) awaitReadable() error {
-	raw, err := c.Conn.(syscall.Conn).SyscallConn()
-	if err != nil {
-		return err
+	raw, ok := c.rawConn()
+	if !ok {
+		return errors.New("wire: not a socket")
 	}
 	return peekReadable(raw)
 }
@@ -62,13 +61,29 @@ func (c *inlineConn) awaitReadable() error {
 // stream of a multiplexed connection (yamux) is read with a deadline already past, which reports
 // what the stream already knows (closed, data waiting) without waiting.
 func (c *inlineConn) alive() bool {
-	if sc, ok := c.Conn.(syscall.Conn); ok && canPeek {
-		raw, err := sc.SyscallConn()
-		return err == nil && peekQuiet(raw)
+	if _, ok := c.Conn.(syscall.Conn); ok && canPeek {
+		raw, ok := c.rawConn()
+		return ok && c.probe.quiet(raw)
 	}
 	if c.SetReadDeadline(time.Unix(1, 0)) != nil {
 		return false
 	}
 	_, err := c.reader().Peek(1)
 	return hop.IsTimeout(err) && c.SetReadDeadline(time.Time{}) == nil
+}
+
+// rawConn is the connection's socket, asked of it once.
+func (c *inlineConn) rawConn() (syscall.RawConn, bool) {
+	if c.raw == nil {
+		sc, ok := c.Conn.(syscall.Conn)
+		if !ok {
+			return nil, false
+		}
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return nil, false
+		}
+		c.raw = raw
+	}
+	return c.raw, true
 }

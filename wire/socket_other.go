@@ -9,4 +9,6 @@ const canPeek = false
 
 func peekReadable(syscall.RawConn) error { return errNoPeek }
 
-func peekQuiet(syscall.RawConn) bool { return false }
+type quietProbe struct{}
+
+func (*quietProbe) quiet(syscall.RawConn) bool { return false }

@@ -16,14 +16,24 @@ func peekReadable(raw syscall.RawConn) error {
 	})
 }
 
-// peekQuiet says, without waiting, whether the socket is open with nothing to read.
-func peekQuiet(raw syscall.RawConn) bool {
-	var buf [1]byte
-	alive := false
-	err := raw.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-		return true
-	})
-	return err == nil && alive
+// quietProbe says, without waiting, whether a socket is open with nothing to read. Its probe is
+// bound once per connection: a closure made per request would be an allocation per request.
+type quietProbe struct {
+	probe func(fd uintptr) bool
+	alive bool
+	buf   [1]byte
+}
+
+func (q *quietProbe) check(fd uintptr) bool {
+	n, _, err := syscall.Recvfrom(int(fd), q.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	q.alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+	return true
+}
+
+func (q *quietProbe) quiet(raw syscall.RawConn) bool {
+	if q.probe == nil {
+		q.probe = q.check
+	}
+	q.alive = false
+	return raw.Read(q.probe) == nil && q.alive
 }
