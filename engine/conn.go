@@ -145,7 +145,9 @@ func (c *conn) readHead() (n int, v h1.Verdict, ok bool) {
 		}
 	}
 	c.state.Store(stateActive)
-	c.deadline(c.s.readHeaderTimeout)
+	// A head that came whole with its first bytes (the common case) never waits: the header
+	// timeout is armed only when more must be read.
+	armed := c.served == 0
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		n, v = h1.Parse(buf, &c.head, c.s.limits)
@@ -154,6 +156,10 @@ func (c *conn) readHead() (n int, v h1.Verdict, ok bool) {
 		}
 		if len(buf) == c.br.Size() {
 			return 0, h1.HandOff, true // a head larger than the buffer
+		}
+		if !armed {
+			c.deadline(c.s.readHeaderTimeout)
+			armed = true
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
 			// A head cut short: net/http reads what came and answers it as it would (400); one
