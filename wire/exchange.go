@@ -28,9 +28,10 @@ type Exchange struct {
 var answerLimits = h1.Limits{MaxHead: 4 << 10, MaxHeaders: h1.DefaultMaxHeaders}
 
 // Exchange writes out (the request's head and body, encoded) to key and reads the answer's
-// head. The Exchange is the connection's: it is not used after WriteBody, Close or Held. req is the request out stands for: its context bounds the exchange, and whether it may
+// head. req is the request out stands for: its context bounds the exchange, and whether it may
 // go twice (once, when a kept-alive connection closed as it went out) is judged from it, as
-// RoundTrip judges.
+// RoundTrip judges. The Exchange is the connection's: it is not used after WriteBody, Close or
+// Held.
 func (t *InlineTransport) Exchange(req *http.Request, key string, out []byte) (*Exchange, error) {
 	x, _, err := t.exchange(req, key, out, false)
 	return x, err
@@ -51,19 +52,27 @@ func (t *InlineTransport) exchange(req *http.Request, key string, out []byte, ma
 		if err != nil {
 			return nil, nil, err
 		}
-		if raw, socket := c.plainSocket(); socket && mayPark {
-			held, err := t.park(c, raw, func() error { return c.write(out) })
+		x := &c.x
+		*x = Exchange{c: c, Answer: h1.Response{Headers: x.Answer.Headers[:0]}}
+		raw, socket := c.plainSocket()
+		if socket && mayPark {
+			held, err := t.park(c, raw, out, nil)
 			if held != nil {
 				return nil, held, nil
 			}
 			if err != nil {
 				return nil, nil, err // not sent, the connection closed: a poll never goes twice
 			}
-		} else {
-			err = c.write(out)
 		}
-		x := &c.x
-		*x = Exchange{c: c, stop: context.AfterFunc(ctx, c.canceled()), Answer: h1.Response{Headers: x.Answer.Headers[:0]}} // guard: only sets a deadline
+		x.stop = context.AfterFunc(ctx, c.canceled()) // guard: only sets a deadline
+		err = x.awaitHead(ctx)
+		if err == nil && !(socket && mayPark) {
+			if socket {
+				_, err = c.sendAndAwait(raw, out, nil) // the read that follows finds the answer
+			} else {
+				err = c.write(out)
+			}
+		}
 		if err == nil {
 			err = x.readHead(req, head)
 		}
@@ -92,16 +101,19 @@ func (c *inlineConn) write(out []byte) error {
 	return err
 }
 
-// readHead waits for the answer within the response-header timeout and parses its head.
+// awaitHead bounds the wait for the answer's head by the response-header timeout.
+func (x *Exchange) awaitHead(ctx context.Context) error {
+	if d := x.c.t.responseHeaderTimeout; d > 0 {
+		x.c.SetReadDeadline(time.Now().Add(d))
+		// A cancellation whose deadline landed before this one would be undone by it.
+		return ctx.Err()
+	}
+	return nil
+}
+
+// readHead reads the answer's head and parses it.
 func (x *Exchange) readHead(req *http.Request, head bool) error {
 	c := x.c
-	if d := c.t.responseHeaderTimeout; d > 0 {
-		c.SetReadDeadline(time.Now().Add(d))
-		// A cancellation whose deadline landed before this one would be undone by it.
-		if err := req.Context().Err(); err != nil {
-			return err
-		}
-	}
 	br := c.reader()
 	// The first byte alone: a connection closed before the answer began stays io.EOF.
 	if _, err := br.Peek(1); err != nil {

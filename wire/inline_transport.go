@@ -61,7 +61,8 @@ type inlineConn struct {
 	raw     syscall.RawConn // the socket, once asked for
 	probe   quietProbe
 	x       Exchange // the exchange in flight: one per connection, reused
-	cut     func()   // ends what the connection is doing: bound once
+	await   awaiting
+	cut     func() // ends what the connection is doing: bound once
 }
 
 // canceled is what a canceled request does to its connection: whatever it is doing ends.
@@ -132,7 +133,7 @@ func (t *InlineTransport) roundTrip(req *http.Request, mayPark bool) (*http.Resp
 		var resp *http.Response
 		var stop func() bool
 		if raw, socket := c.plainSocket(); socket && mayPark && t.holdUnbuffered {
-			if held, err := t.park(c, raw, func() error { return c.send(req) }); held != nil || err != nil {
+			if held, err := t.park(c, raw, nil, req); held != nil || err != nil {
 				return nil, err
 			}
 			// Answered at once: read here, as any request, with a reader at once (the answer has
@@ -180,9 +181,9 @@ const parkAfter = 50 * time.Millisecond
 
 // park sends a request on c (its socket raw) and, when no answer began within parkAfter,
 // returns the connection as a Held, waiting for the answer within the response-header timeout.
-func (t *InlineTransport) park(c *inlineConn, raw syscall.RawConn, send func() error) (*Held, error) {
+func (t *InlineTransport) park(c *inlineConn, raw syscall.RawConn, out []byte, req *http.Request) (*Held, error) {
 	c.SetReadDeadline(time.Now().Add(parkAfter))
-	sent, err := c.sendAndAwait(raw, send)
+	sent, err := c.sendAndAwait(raw, out, req)
 	if !sent {
 		c.Close()
 		return nil, err

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"net"
+	"net/http"
 	"syscall"
 	"time"
 
@@ -25,26 +26,49 @@ func (c *inlineConn) socket() bool {
 	return ok && canPeek
 }
 
-// sendAndAwait writes (send) on the socket raw and waits, reading nothing, until the answer
-// begins, the connection ends or the read deadline passes. The wait is armed before the request
-// goes out, so no read has to find the answer missing first: a peek that finds nothing, then one
-// that finds it, cost two system calls per held request. sent tells whether req went out.
-func (c *inlineConn) sendAndAwait(raw syscall.RawConn, send func() error) (sent bool, err error) {
-	var sendErr error
-	err = raw.Read(func(uintptr) bool {
-		if sent {
-			return true // called again: the answer has begun
-		}
-		// The poller's readiness was reset just before this call: an answer arriving from now on
-		// ends the wait that follows.
-		sendErr = send()
-		sent = sendErr == nil
-		return !sent
-	})
+// sendAndAwait writes a request on the socket raw (out, encoded, or req) and waits, reading
+// nothing, until the answer begins, the connection ends or the read deadline passes. The wait is
+// armed before the request goes out, so no read has to find the answer missing first: a read
+// that finds nothing, then one that finds it, cost two system calls per request. sent tells
+// whether the request went out.
+func (c *inlineConn) sendAndAwait(raw syscall.RawConn, out []byte, req *http.Request) (sent bool, err error) {
+	a := &c.await
+	if a.step == nil {
+		a.step = c.sendStep // bound once: a closure per request would be an allocation
+	}
+	a.out, a.req, a.sent, a.err = out, req, false, nil
+	err = raw.Read(a.step)
+	sent, sendErr := a.sent, a.err
+	a.out, a.req = nil, nil
 	if sendErr != nil {
 		return false, sendErr
 	}
 	return sent, err
+}
+
+// awaiting is sendAndAwait's state, kept by the connection.
+type awaiting struct {
+	out  []byte
+	req  *http.Request
+	sent bool
+	err  error
+	step func(uintptr) bool
+}
+
+func (c *inlineConn) sendStep(uintptr) bool {
+	a := &c.await
+	if a.sent {
+		return true // called again: the answer has begun
+	}
+	// The poller's readiness was reset just before this call: an answer arriving from now on ends
+	// the wait that follows.
+	if a.req != nil {
+		a.err = c.send(a.req)
+	} else {
+		a.err = c.write(a.out)
+	}
+	a.sent = a.err == nil
+	return !a.sent
 }
 
 // awaitReadable waits until the socket has a byte to read or has ended, reading nothing.
