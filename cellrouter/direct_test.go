@@ -280,3 +280,58 @@ func said(t *testing.T, method, raw string) string {
 	body, _ := io.ReadAll(resp.Body)
 	return resp.Status + "\n" + string(body)
 }
+
+// A client that leaves while its cell is slow to answer (within the exchange's quick wait, or
+// past it) cancels the request: edge closes the cell's connection soon, not at the header
+// timeout.
+func TestDirectClientGoneCancelsASlowAnswer(t *testing.T) {
+	for _, leave := range []time.Duration{10 * time.Millisecond, 300 * time.Millisecond} {
+		t.Run(leave.String(), func(t *testing.T) { clientLeavesSlowAnswer(t, leave) })
+	}
+}
+
+func clientLeavesSlowAnswer(t *testing.T, leave time.Duration) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	closed := make(chan time.Duration, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		start := time.Now()
+		io.Copy(io.Discard, c) // until edge gives the request up
+		closed <- time.Since(start)
+	}()
+	u, _ := url.Parse("http://" + ln.Addr().String())
+	p := newRouter(t, []discovery.Cell{{ID: 1, URL: u, Legacy: true}, {ID: 2, URL: deadURL()}}, nil)
+	edgeLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: frontFor(t, p, front.Options{}, nil)}
+	go srv.Serve(edgeLn)
+	t.Cleanup(func() { srv.Close() })
+	conn, err := net.Dial("tcp", edgeLn.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "GET /slow HTTP/1.1\r\nHost: edge\r\n\r\n")
+	time.Sleep(leave)
+	conn.Close()
+	select {
+	case d := <-closed:
+		if d > 2*time.Second {
+			t.Errorf("the cell's connection closed %v after the request, want soon after the client left", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cell's connection stayed open after the client left")
+	}
+}

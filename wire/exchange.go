@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"syscall"
 	"time"
 
 	"gitlab.com/edge/edge/h1"
+	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/tunnel"
 )
 
@@ -18,8 +20,11 @@ import (
 // here: Held gives it to net/http's reader, on the same connection.
 type Exchange struct {
 	c        *inlineConn
-	stop     func() bool
-	head     int // the answer head's length in the connection's buffer
+	ctx      context.Context // the request's
+	stop     func() bool     // the watch of ctx; nil until watchCancel
+	start    time.Time       // the request went out (with the deadline armed)
+	quick    bool            // the read deadline is quickWait's, not the header timeout's
+	head     int             // the answer head's length in the connection's buffer
 	Answer   h1.Response
 	Accepted bool // false: the answer is Held's to read
 }
@@ -53,23 +58,23 @@ func (t *InlineTransport) exchange(req *http.Request, key string, out []byte, ma
 			return nil, nil, err
 		}
 		x := &c.x
-		*x = Exchange{c: c, Answer: h1.Response{Headers: x.Answer.Headers[:0]}}
+		*x = Exchange{c: c, ctx: ctx, Answer: h1.Response{Headers: x.Answer.Headers[:0]}}
 		raw, socket := c.plainSocket()
-		if socket && mayPark {
-			held, err := t.park(c, raw, out, nil)
-			if held != nil {
+		switch {
+		case socket && mayPark:
+			x.start = time.Now()
+			var held *Held
+			if held, err = t.park(c, raw, out, nil); held != nil {
 				return nil, held, nil
 			}
 			if err != nil {
 				return nil, nil, err // not sent, the connection closed: a poll never goes twice
 			}
-		}
-		x.stop = context.AfterFunc(ctx, c.canceled()) // guard: only sets a deadline
-		err = x.awaitHead(ctx)
-		if err == nil && !(socket && mayPark) {
-			if socket {
-				_, err = c.sendAndAwait(raw, out, nil) // the read that follows finds the answer
-			} else {
+			x.quick = true // the answer began within parkAfter, the deadline still parkAfter's
+		case socket:
+			err = x.sendAndAwait(raw, out)
+		default:
+			if err = x.slow(); err == nil {
 				err = c.write(out)
 			}
 		}
@@ -79,7 +84,7 @@ func (t *InlineTransport) exchange(req *http.Request, key string, out []byte, ma
 		if err == nil {
 			return x, nil, nil
 		}
-		x.stop()
+		x.unwatch()
 		c.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ctxErr, err)
@@ -101,14 +106,75 @@ func (c *inlineConn) write(out []byte) error {
 	return err
 }
 
-// awaitHead bounds the wait for the answer's head by the response-header timeout.
-func (x *Exchange) awaitHead(ctx context.Context) error {
-	if d := x.c.t.responseHeaderTimeout; d > 0 {
-		x.c.SetReadDeadline(time.Now().Add(d))
-		// A cancellation whose deadline landed before this one would be undone by it.
-		return ctx.Err()
+// quickWait is how long an exchange waits for its answer before it watches the request's context
+// (its cancellation then ends the wait): most answers come sooner, and the watch costs
+// allocations and locks per request. The engine watches a client only after 100 ms.
+const quickWait = 50 * time.Millisecond
+
+// sendAndAwait sends out once the wait for the answer is armed (the read that follows finds it)
+// and waits for its start: quickWait unwatched, then, for a slow answer, the rest of the
+// response-header timeout with the request's context watched (slow).
+func (x *Exchange) sendAndAwait(raw syscall.RawConn, out []byte) error {
+	c := x.c
+	x.start = time.Now()
+	if d := c.t.responseHeaderTimeout; d > 0 && d <= quickWait {
+		if err := x.slow(); err != nil {
+			return err
+		}
+		_, err := c.sendAndAwait(raw, out, nil)
+		return err
 	}
-	return nil
+	x.quick = true
+	c.SetReadDeadline(x.start.Add(quickWait))
+	if err := x.ctx.Err(); err != nil {
+		return err
+	}
+	_, err := c.sendAndAwait(raw, out, nil)
+	if err != nil && hop.IsTimeout(err) && x.ctx.Err() == nil {
+		return x.slow()
+	}
+	return err
+}
+
+// slow watches the request's context and bounds what is left of the head by the
+// response-header timeout: before any read that may wait.
+func (x *Exchange) slow() error {
+	x.watchCancel()
+	if !x.quick && !x.start.IsZero() {
+		return nil
+	}
+	x.quick = false
+	if x.start.IsZero() {
+		x.start = time.Now()
+	}
+	return x.awaitHead(x.start)
+}
+
+// awaitHead bounds the wait for the answer's head by the response-header timeout from start.
+func (x *Exchange) awaitHead(start time.Time) error {
+	if d := x.c.t.responseHeaderTimeout; d > 0 {
+		x.c.SetReadDeadline(start.Add(d))
+	} else {
+		x.c.SetReadDeadline(time.Time{})
+	}
+	// A cancellation whose deadline landed before this one would be undone by it.
+	return x.ctx.Err()
+}
+
+// watchCancel has the request's cancellation end whatever the connection waits for, from now
+// on; it is armed only before a read that may wait.
+func (x *Exchange) watchCancel() {
+	if x.stop == nil {
+		x.stop = context.AfterFunc(x.ctx, x.c.canceled()) // guard: only sets a deadline
+	}
+}
+
+// unwatch ends the watch; false: the request was canceled and the connection's deadline set.
+func (x *Exchange) unwatch() bool {
+	if x.stop == nil {
+		return true
+	}
+	return x.stop()
 }
 
 // readHead reads the answer's head and parses it.
@@ -131,6 +197,9 @@ func (x *Exchange) readHead(req *http.Request, head bool) error {
 		case len(buf) == br.Size():
 			return nil
 		}
+		if err := x.slow(); err != nil {
+			return err
+		}
 		if _, err := br.Peek(len(buf) + 1); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil // a head cut short: net/http's reader says how, as ever
@@ -149,7 +218,7 @@ func (x *Exchange) Head() []byte {
 
 // Held hands the answer, not read yet, to net/http's reader through the Held transport.
 func (x *Exchange) Held() *Held {
-	x.stop()
+	x.unwatch()
 	return &Held{c: x.c}
 }
 
@@ -160,9 +229,7 @@ func (x *Exchange) Held() *Held {
 func (x *Exchange) WriteBody(w io.Writer) error {
 	c := x.c
 	br := c.br
-	if c.t.responseHeaderTimeout > 0 {
-		c.SetReadDeadline(time.Time{})
-	}
+	c.SetReadDeadline(time.Time{}) // the body is bounded by the request's context alone
 	br.Discard(x.head)
 	left := x.Answer.ContentLength
 	if x.Answer.NoBody || left < 0 {
@@ -170,6 +237,7 @@ func (x *Exchange) WriteBody(w io.Writer) error {
 	}
 	for left > 0 {
 		if br.Buffered() == 0 {
+			x.watchCancel()
 			if _, err := br.Peek(1); err != nil {
 				x.close()
 				if errors.Is(err, io.EOF) {
@@ -186,7 +254,7 @@ func (x *Exchange) WriteBody(w io.Writer) error {
 		br.Discard(len(chunk))
 		left -= int64(len(chunk))
 	}
-	c.release(x.stop, !x.Answer.Close)
+	c.release(x.unwatch(), !x.Answer.Close)
 	return nil
 }
 
@@ -194,6 +262,6 @@ func (x *Exchange) WriteBody(w io.Writer) error {
 func (x *Exchange) Close() { x.close() }
 
 func (x *Exchange) close() {
-	x.stop()
+	x.unwatch()
 	x.c.Close()
 }

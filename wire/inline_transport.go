@@ -140,6 +140,9 @@ func (t *InlineTransport) roundTrip(req *http.Request, mayPark bool) (*http.Resp
 			// begun: looking for it again would cost a system call).
 			stop = context.AfterFunc(ctx, c.canceled()) // guard: only sets a deadline
 			c.reader()
+			if t.responseHeaderTimeout <= 0 {
+				c.SetReadDeadline(time.Time{}) // parkAfter's, still in force
+			}
 			resp, err = c.afterSend(req, t.responseHeaderTimeout)
 		} else {
 			// A canceled request (the client went away) unblocks whatever the connection is doing.
@@ -167,7 +170,7 @@ func (t *InlineTransport) roundTrip(req *http.Request, mayPark bool) (*http.Resp
 // body hands the connection back once the answer has been read (at once for an empty one).
 func (c *inlineConn) body(resp *http.Response, stop func() bool, reusable bool) *http.Response {
 	if resp.Body == http.NoBody {
-		c.release(stop, reusable)
+		c.release(stop(), reusable)
 		return resp
 	}
 	resp.Body = &inlineBody{rc: resp.Body, c: c, stop: stop, reusable: reusable}
@@ -189,8 +192,9 @@ func (t *InlineTransport) park(c *inlineConn, raw syscall.RawConn, out []byte, r
 		return nil, err
 	}
 	if err == nil || !hop.IsTimeout(err) {
-		c.SetReadDeadline(time.Time{})
-		return nil, nil // the answer (or the end of the connection) is read as any request's
+		// The answer (or the end of the connection) is read as any request's, its reader setting
+		// the deadline it reads within.
+		return nil, nil
 	}
 	h := &Held{c: c}
 	if t.responseHeaderTimeout > 0 {
@@ -387,8 +391,8 @@ func (c *inlineConn) reader() *bufio.Reader {
 
 // release puts the connection back for the next request once its answer is wholly read, or
 // closes it when the answer said so or was not read to its end.
-func (c *inlineConn) release(stop func() bool, reusable bool) {
-	if !stop() || !reusable || c.br.Buffered() > 0 {
+func (c *inlineConn) release(stopped, reusable bool) {
+	if !stopped || !reusable || c.br.Buffered() > 0 {
 		c.Close()
 		return
 	}
@@ -476,7 +480,7 @@ func (b *inlineBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
 		b.done = true
-		b.c.release(b.stop, b.reusable)
+		b.c.release(b.stop(), b.reusable)
 	}
 	return n, err
 }
