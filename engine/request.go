@@ -25,7 +25,9 @@ const maxDiscard = 256 << 10
 func (c *conn) serveRequest(r *http.Request, cancel context.CancelFunc) outcome {
 	c.served++
 	c.lastPOST = r.Method == http.MethodPost
-	c.rwc.SetReadDeadline(time.Time{})
+	if r.Body != http.NoBody {
+		c.rwc.SetReadDeadline(time.Time{}) // the handler reads the body within its own time
+	} // else the idle deadline stays: only the watch reads, and clears it first
 	defer cancel()
 	w := &c.w
 	w.reset(c, r)

@@ -53,7 +53,15 @@ type response struct {
 
 func (w *response) reset(c *conn, r *http.Request) {
 	b, _ := r.Body.(*body)
-	*w = response{c: c, req: r, body: b, header: make(http.Header), declared: -1, w: w.w}
+	// The last request's header map serves again: its answer is written and its handler
+	// returned (a hijacked connection's is never reused).
+	h := w.header
+	if h == nil {
+		h = make(http.Header)
+	} else {
+		clear(h)
+	}
+	*w = response{c: c, req: r, body: b, header: h, declared: -1, w: w.w}
 	w.chunks.res = w
 	if w.w == nil {
 		if bw, ok := c.s.lengthBuffers.Get().(*bufio.Writer); ok {

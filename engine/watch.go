@@ -49,6 +49,9 @@ func (w *watcher) watch() {
 		return
 	}
 	w.reading, w.readDone = true, make(chan struct{})
+	// A bodiless request's connection kept its idle deadline. Cleared under the lock: disarm's
+	// cut (a deadline long past) comes after it, never before.
+	w.c.rwc.SetReadDeadline(time.Time{})
 	w.mu.Unlock()
 	_, err := w.c.br.Peek(1) // a pipelined request's byte stays buffered for its turn
 	w.mu.Lock()
