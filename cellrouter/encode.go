@@ -153,7 +153,7 @@ func appendRequest(b []byte, r *http.Request, host string, f outFields, body []b
 
 // fieldValue is v as Request.Write writes it: line breaks made spaces, the ends trimmed.
 func fieldValue(v string) string {
-	if v == "" || !strings.ContainsAny(v, "\r\n") && !isSpace(v[0]) && !isSpace(v[len(v)-1]) {
+	if v == "" || strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, '\n') < 0 && !isSpace(v[0]) && !isSpace(v[len(v)-1]) {
 		return v
 	}
 	return textproto.TrimString(strings.NewReplacer("\n", " ", "\r", " ").Replace(v))

@@ -379,7 +379,7 @@ func (w *response) headers(h http.Header, noBody bool) {
 // writeValue writes a header value as net/http does: CR and LF become spaces, and the value is
 // trimmed of the whitespace around it.
 func writeValue(bw *bufio.Writer, v string) {
-	if strings.ContainsAny(v, "\r\n") {
+	if strings.IndexByte(v, '\r') >= 0 || strings.IndexByte(v, '\n') >= 0 { // two SIMD scans; ContainsAny loops per byte
 		v = strings.NewReplacer("\r\n", "  ", "\r", " ", "\n", " ").Replace(v)
 	}
 	bw.WriteString(textproto.TrimString(v))
