@@ -44,12 +44,14 @@ fuzz:
 
 # The long run of the HTTP/1.1 engine's differential fuzzers against net/http (make test runs
 # each for a bounded number of executions, scripts/fuzz.sh): H1FUZZTIME each, 10 minutes unless
-# set. h1's compare readings of requests and answers; the engine's, whole connections' answers.
+# set. h1's compare readings of requests and answers; the engine's, whole connections' answers;
+# cellrouter's, what a client reads of a cell's answer read by edge itself or by ReverseProxy.
 H1FUZZTIME ?= 10m
 fuzz-h1:
 	$(GO) test -run '^$$' -fuzz '^FuzzAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./h1/
 	$(GO) test -run '^$$' -fuzz '^FuzzAnswerAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./h1/
 	$(GO) test -run '^$$' -fuzz '^FuzzEngineAgainstNetHTTP$$' -fuzztime $(H1FUZZTIME) ./engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzDirectAgainstReverseProxy$$' -fuzztime $(H1FUZZTIME) ./cellrouter/
 
 # Each make bench writes its results into a directory of its own, to compare two runs file by file.
 BENCH_RESULTS ?= bench/results/$(shell date +%Y%m%d-%H%M%S)

@@ -200,36 +200,39 @@ func TestDirectSendsWhatReverseProxySends(t *testing.T) {
 	}
 }
 
+// directAnswers are cell answers: those edge reads itself (direct), and those it leaves to
+// net/http.
+var directAnswers = []struct {
+	raw    string
+	direct bool
+}{
+	{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"id\":42}", true},
+	{"HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n<html><b>hi</b></htm", true},
+	{"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", true},
+	{"HTTP/1.1 204 No Content\r\nX-Cell: 1\r\n\r\n", true},
+	{"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\nEtag: \"a\"\r\n\r\n", true},
+	{"HTTP/1.1 200 OK\r\nConnection: X-Foo, keep-alive\r\nX-Foo: 1\r\nKeep-Alive: timeout=5\r\nX-Bar: 2\r\nContent-Length: 2\r\n\r\nok", false},
+	{"HTTP/1.1 200 OK\r\nProxy-Authenticate: Basic\r\nUpgrade: h2c\r\nTe: x\r\nContent-Length: 2\r\n\r\nok", true},
+	{"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", true},
+	{"HTTP/1.1 200 OK\r\nset-cookie: a=1\r\nSet-Cookie: b=2\r\nx-request-id: cell\r\nContent-Length: 2\r\n\r\nok", true},
+	{"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\noops\n", true},
+	{"HTTP/1.1 200 OK\r\nContent-Length: 40000\r\n\r\n" + strings.Repeat("y", 40000), true},
+	{"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", true},
+	{"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false},
+	{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false},
+	{"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\nok", false},
+	{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", false},
+	{"HTTP/1.1 200 OK\r\n\r\nread to the end", false},
+	{"HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n", false},
+}
+
 // Answers edge reads itself reach the client byte for byte as ReverseProxy writes them; those
 // outside h1's subset are read by net/http, on the same connection.
 func TestDirectAnswersAsReverseProxyDoes(t *testing.T) {
-	answers := []struct {
-		raw    string
-		direct bool
-	}{
-		{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"id\":42}", true},
-		{"HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n<html><b>hi</b></htm", true},
-		{"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", true},
-		{"HTTP/1.1 204 No Content\r\nX-Cell: 1\r\n\r\n", true},
-		{"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\nEtag: \"a\"\r\n\r\n", true},
-		{"HTTP/1.1 200 OK\r\nConnection: X-Foo, keep-alive\r\nX-Foo: 1\r\nKeep-Alive: timeout=5\r\nX-Bar: 2\r\nContent-Length: 2\r\n\r\nok", false},
-		{"HTTP/1.1 200 OK\r\nProxy-Authenticate: Basic\r\nUpgrade: h2c\r\nTe: x\r\nContent-Length: 2\r\n\r\nok", true},
-		{"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", true},
-		{"HTTP/1.1 200 OK\r\nset-cookie: a=1\r\nSet-Cookie: b=2\r\nx-request-id: cell\r\nContent-Length: 2\r\n\r\nok", true},
-		{"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\noops\n", true},
-		{"HTTP/1.1 200 OK\r\nContent-Length: 40000\r\n\r\n" + strings.Repeat("y", 40000), true},
-		{"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", true},
-		{"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false},
-		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false},
-		{"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\nok", false},
-		{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", false},
-		{"HTTP/1.1 200 OK\r\n\r\nread to the end", false},
-		{"HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n", false},
-	}
 	f := newDirectFixture(t, false)
 	poll := "POST /api/v4/jobs/request HTTP/1.1\r\nHost: edge\r\nContent-Length: 0\r\n\r\n"
 	for _, method := range []string{"GET", "HEAD", "POLL"} {
-		for _, a := range answers {
+		for _, a := range directAnswers {
 			raw := method + " /x HTTP/1.1\r\nHost: edge\r\n\r\n"
 			if method == "POLL" {
 				raw = poll

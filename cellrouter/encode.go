@@ -56,15 +56,12 @@ func (f *outFields) Del(key string) {
 	}
 }
 
-// hopByHop are the fields ReverseProxy removes both ways, with those Connection names.
-var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
+// isHopByHop: a field ReverseProxy removes both ways (besides those Connection names).
 func isHopByHop(key string) bool {
-	for _, h := range hopByHop {
-		if key == h {
-			return true
-		}
+	switch key {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
 	}
 	return false
 }

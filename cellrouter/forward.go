@@ -8,9 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -91,7 +89,7 @@ func (p *Router) newTargets(o Options) map[uint64]*target {
 		}
 	}
 	p.cellTransport = plainTransport
-	buffers, held := &bufferPool{size: copyBufferSize}, &bufferPool{size: heldCopyBufferSize}
+	buffers, held := &wire.BufferPool{Size: copyBufferSize}, &wire.BufferPool{Size: heldCopyBufferSize}
 	targets := make(map[uint64]*target)
 	for _, cell := range p.cells.All() {
 		label := strconv.FormatUint(cell.ID, 10)
@@ -236,24 +234,3 @@ const copyBufferSize = 32 << 10
 // answer, even an empty 204, and thousands of held polls are answered at once when a cell
 // releases them; their answers are small (a job's JSON at most).
 const heldCopyBufferSize = 4 << 10
-
-// bufferPool hands ReverseProxy copy buffers of one size. It pools each buffer's first byte's
-// address, not the slice: a pointer goes into a sync.Pool without an allocation, a slice header
-// does not.
-type bufferPool struct {
-	size int
-	pool sync.Pool
-}
-
-func (b *bufferPool) Get() []byte {
-	if p, ok := b.pool.Get().(*byte); ok {
-		return unsafe.Slice(p, b.size)
-	}
-	return make([]byte, b.size)
-}
-
-func (b *bufferPool) Put(v []byte) {
-	if len(v) == b.size && cap(v) == b.size {
-		b.pool.Put(unsafe.SliceData(v))
-	}
-}

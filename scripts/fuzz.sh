@@ -15,6 +15,7 @@ budget() {
     FuzzStampFast) echo $((default / 5)) ;;     # aggregate: ~4k execs/s (decodes each input twice)
     FuzzAgentVerify|FuzzBodyToken) echo $((default / 2)) ;;
     FuzzEngineAgainstNetHTTP) echo $((default / 50)) ;; # engine: ~2k execs/s (two servers, loopback)
+    FuzzDirectAgainstReverseProxy) echo $((default / 50)) ;; # cellrouter: two proxied exchanges each
     *) echo "$default" ;;
   esac
 }

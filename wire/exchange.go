@@ -29,8 +29,8 @@ type Exchange struct {
 	Accepted bool // false: the answer is Held's to read
 }
 
-// answerLimits bounds an answer head the exchange reads itself; a longer one is net/http's.
-var answerLimits = h1.Limits{MaxHead: 4 << 10, MaxHeaders: h1.DefaultMaxHeaders}
+// maxAnswerHead bounds an answer head the exchange reads itself; a longer one is net/http's.
+const maxAnswerHead = 4 << 10
 
 // Exchange writes out (the request's head and body, encoded) to key and reads the answer's
 // head. req is the request out stands for: its context bounds the exchange, and whether it may
@@ -187,7 +187,7 @@ func (x *Exchange) readHead(req *http.Request, head bool) error {
 	}
 	for {
 		buf, _ := br.Peek(br.Buffered())
-		n, v := h1.ParseResponse(buf, &x.Answer, head, answerLimits)
+		n, v := h1.ParseResponse(buf, &x.Answer, head, h1.Limits{MaxHead: maxAnswerHead, MaxHeaders: h1.DefaultMaxHeaders})
 		switch {
 		case v == h1.Accept && x.Answer.Status >= 200 && !x.Answer.Chunked:
 			x.head, x.Accepted = n, true
@@ -236,6 +236,16 @@ func (x *Exchange) WriteBody(w io.Writer) error {
 		left = 0
 	}
 	for left > 0 {
+		if br.Buffered() == 0 && left > int64(br.Size()) {
+			// A large rest is read around the reader, in copy-buffer-sized reads (ReverseProxy's
+			// 32 KiB): the reader's 4 KiB would cost eight times the system calls.
+			x.watchCancel()
+			if err := x.copyLarge(w, left); err != nil {
+				x.close()
+				return err
+			}
+			break
+		}
 		if br.Buffered() == 0 {
 			x.watchCancel()
 			if _, err := br.Peek(1); err != nil {
@@ -255,6 +265,28 @@ func (x *Exchange) WriteBody(w io.Writer) error {
 		left -= int64(len(chunk))
 	}
 	c.release(x.unwatch(), !x.Answer.Close)
+	return nil
+}
+
+// copyLarge copies the body's last n bytes from the connection to w.
+func (x *Exchange) copyLarge(w io.Writer, n int64) error {
+	buf := x.c.t.copyBuffers.Get()
+	defer x.c.t.copyBuffers.Put(buf)
+	for n > 0 {
+		m, err := x.c.Read(buf[:min(int64(len(buf)), n)])
+		if m > 0 {
+			if _, werr := w.Write(buf[:m]); werr != nil {
+				return werr
+			}
+			n -= int64(m)
+		}
+		if err != nil && n > 0 {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
 	return nil
 }
 

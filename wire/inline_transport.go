@@ -43,6 +43,7 @@ type InlineTransport struct {
 	// answer begins to arrive, so that a held request (a long poll) keeps no buffer; it costs
 	// two more system calls per request.
 	readers, writers sync.Pool
+	copyBuffers      BufferPool // an Exchange's large bodies, in ReverseProxy's 32 KiB
 	holdUnbuffered   bool
 
 	mu   sync.Mutex
@@ -85,6 +86,7 @@ func NewInlineTransport(fallback *http.Transport) *InlineTransport {
 		readBuffer:            fallback.ReadBufferSize,
 		writeBuffer:           fallback.WriteBufferSize,
 		idle:                  map[string][]*inlineConn{},
+		copyBuffers:           BufferPool{Size: 32 << 10},
 	}
 	if t.dial == nil {
 		t.dial = (&net.Dialer{}).DialContext

@@ -1,10 +1,10 @@
-package cellrouter
+package wire
 
 import "testing"
 
 func TestBufferPoolReusesWithoutAllocating(t *testing.T) {
-	for _, size := range []int{copyBufferSize, heldCopyBufferSize} {
-		b := &bufferPool{size: size}
+	for _, size := range []int{32 << 10, 4 << 10} {
+		b := &BufferPool{Size: size}
 		first := b.Get()
 		if len(first) != size || cap(first) != size {
 			t.Fatalf("Get: len %d cap %d, want %d", len(first), cap(first), size)
