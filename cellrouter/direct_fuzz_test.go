@@ -14,6 +14,7 @@ import (
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/h1"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 // FuzzDirectAgainstReverseProxy: for any answer a cell sends (and then closes), a client reads
@@ -85,31 +86,17 @@ type closingCell struct {
 }
 
 func newClosingCell(tb testing.TB) *closingCell {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
 	c := &closingCell{}
-	c.url, _ = url.Parse("http://" + ln.Addr().String())
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
-					return
-				}
-				c.mu.Lock()
-				answer := bytes.Clone(c.next)
-				c.mu.Unlock()
-				conn.Write(answer)
-			}()
+	addr := testnet.ServeRaw(tb, func(conn net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+			return
 		}
-	}()
+		c.mu.Lock()
+		answer := bytes.Clone(c.next)
+		c.mu.Unlock()
+		conn.Write(answer)
+	})
+	c.url, _ = url.Parse("http://" + addr)
 	return c
 }
 

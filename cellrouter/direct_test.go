@@ -16,6 +16,7 @@ import (
 
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/front"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 	"gitlab.com/edge/edge/wire"
 )
 
@@ -29,27 +30,12 @@ type recordingCell struct {
 
 func newRecordingCell(t *testing.T) *recordingCell {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	c := &recordingCell{answers: make(chan string, 1)}
-	c.url, _ = url.Parse("http://" + ln.Addr().String())
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go c.serve(conn)
-		}
-	}()
+	c.url, _ = url.Parse("http://" + testnet.ServeRaw(t, c.serve))
 	return c
 }
 
 func (c *recordingCell) serve(conn net.Conn) {
-	defer conn.Close()
 	var raw bytes.Buffer
 	br := bufio.NewReader(io.TeeReader(conn, &raw))
 	for {
@@ -294,26 +280,16 @@ func TestDirectClientGoneCancelsASlowAnswer(t *testing.T) {
 }
 
 func clientLeavesSlowAnswer(t *testing.T, leave time.Duration) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	closed := make(chan time.Duration, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	addr := testnet.ServeRaw(t, func(c net.Conn) {
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 			return
 		}
 		start := time.Now()
 		io.Copy(io.Discard, c) // until edge gives the request up
 		closed <- time.Since(start)
-	}()
-	u, _ := url.Parse("http://" + ln.Addr().String())
+	})
+	u, _ := url.Parse("http://" + addr)
 	p := newRouter(t, []discovery.Cell{{ID: 1, URL: u, Legacy: true}, {ID: 2, URL: deadURL()}}, nil)
 	edgeLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

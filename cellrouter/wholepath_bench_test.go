@@ -13,6 +13,7 @@ import (
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/engine"
 	"gitlab.com/edge/edge/front"
+	"gitlab.com/edge/edge/internal/testkit/testnet"
 )
 
 // BenchmarkWholePath is one client's GET of 1 KiB through the engine, the front (access log
@@ -69,35 +70,21 @@ func wholePath(b *testing.B, viaProxy bool) {
 
 // startMemoryCell answers every request on every connection with answer.
 func startMemoryCell(tb testing.TB, answer []byte) *url.URL {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	go func() {
+	addr := testnet.ServeRaw(tb, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if len(line) <= 2 {
-							break
-						}
-					}
-					c.Write(answer)
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					return
 				}
-			}()
+				if len(line) <= 2 {
+					break
+				}
+			}
+			c.Write(answer)
 		}
-	}()
-	u, _ := url.Parse("http://" + ln.Addr().String())
+	})
+	u, _ := url.Parse("http://" + addr)
 	return u
 }
