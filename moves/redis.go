@@ -1,0 +1,106 @@
+package moves
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is the Store a fleet shares through the registry's Redis. Moves have no expiry: a move
+// is forgotten only when GitLab says so (Delete).
+//
+//	<prefix>:v1:org_moves         hash: field <org id> = the move as JSON (Move.MarshalJSON)
+//	<prefix>:v1:org_move_events   pub/sub channel: message <org id> after each change
+type Redis struct {
+	client redis.UniversalClient
+	key    string
+	events string
+	log    *slog.Logger
+}
+
+// NewRedis keeps moves under prefix (the registry's key prefix) on client, which the caller
+// closes.
+func NewRedis(client redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Redis{client: client, key: prefix + ":v1:org_moves", events: prefix + ":v1:org_move_events", log: log}
+}
+
+func (s *Redis) Put(ctx context.Context, m Move) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	org := strconv.FormatUint(m.Org, 10)
+	if err := s.client.HSet(ctx, s.key, org, b).Err(); err != nil {
+		return fmt.Errorf("moves: redis: %w", err)
+	}
+	return s.publish(ctx, org)
+}
+
+func (s *Redis) Delete(ctx context.Context, org uint64) error {
+	id := strconv.FormatUint(org, 10)
+	n, err := s.client.HDel(ctx, s.key, id).Result()
+	if err != nil {
+		return fmt.Errorf("moves: redis: %w", err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return s.publish(ctx, id)
+}
+
+// publish tells the other edges; one that misses it learns of the change at its next resync.
+func (s *Redis) publish(ctx context.Context, org string) error {
+	if err := s.client.Publish(ctx, s.events, org).Err(); err != nil {
+		return fmt.Errorf("moves: redis: stored, but not announced: %w", err)
+	}
+	return nil
+}
+
+func (s *Redis) All(ctx context.Context) ([]Move, error) {
+	fields, err := s.client.HGetAll(ctx, s.key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("moves: redis: %w", err)
+	}
+	all := make([]Move, 0, len(fields))
+	for org, v := range fields {
+		var m Move
+		if err := json.Unmarshal([]byte(v), &m); err != nil || strconv.FormatUint(m.Org, 10) != org {
+			s.log.Warn("an organization move in Redis is unreadable: skipped", "org_id", org, "error", errors.Join(err))
+			continue
+		}
+		all = append(all, m)
+	}
+	return all, nil
+}
+
+func (s *Redis) Watch(ctx context.Context, changed, synced func()) {
+	ps := s.client.Subscribe(ctx, s.events)
+	defer ps.Close()
+	ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(64))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					synced()
+				}
+			case *redis.Message:
+				changed()
+			}
+		}
+	}
+}
