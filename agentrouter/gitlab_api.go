@@ -1,6 +1,7 @@
 package agentrouter
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -20,10 +21,13 @@ const GitLabAPIPrefix = "/-/api/v1/"
 type GitLabAPI struct {
 	agents   *AgentRouter
 	verifier GitLabAPIVerifier
+	moves    OrgMoves          // nil: organization moves are not served here
+	cells    func(uint64) bool // the cells a move may name
 }
 
-func NewGitLabAPI(agents *AgentRouter, v GitLabAPIVerifier) *GitLabAPI {
-	return &GitLabAPI{agents: agents, verifier: v}
+// NewGitLabAPI serves the API with v's tokens; moves (with the cells a move may name) may be nil.
+func NewGitLabAPI(agents *AgentRouter, v GitLabAPIVerifier, moves OrgMoves, cells func(uint64) bool) *GitLabAPI {
+	return &GitLabAPI{agents: agents, verifier: v, moves: moves, cells: cells}
 }
 
 type apiOp uint8
@@ -32,6 +36,9 @@ const (
 	opAgentConnections apiOp = iota + 1
 	opProjectAgents
 	opProxy
+	opOrgMoves
+	opOrgMove
+	opOrgForget
 )
 
 func (o apiOp) String() string {
@@ -42,6 +49,12 @@ func (o apiOp) String() string {
 		return "project_agents"
 	case opProxy:
 		return "proxy"
+	case opOrgMoves:
+		return "org_moves"
+	case opOrgMove:
+		return "org_move"
+	case opOrgForget:
+		return "org_forget"
 	}
 	return "none"
 }
@@ -49,6 +62,7 @@ func (o apiOp) String() string {
 // apiCall is one parsed request of the API for GitLab.
 type apiCall struct {
 	op        apiOp
+	org       uint64
 	projectID string
 	target    AgentTarget
 }
@@ -66,8 +80,9 @@ func (g *GitLabAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	call, err := parseAPICall(r.Method, r.URL)
 	if err != nil {
-		if errorsIsMethod(err) {
-			w.Header().Set("Allow", "GET, HEAD")
+		var me *methodError
+		if errors.As(err, &me) {
+			w.Header().Set("Allow", me.allow)
 		}
 		hop.Error(w, err)
 		return
@@ -84,6 +99,8 @@ func (g *GitLabAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.agents.writeConnections(w, conns, err)
 	case opProxy:
 		g.agents.Forward(w, r, call.target)
+	case opOrgMoves, opOrgMove, opOrgForget:
+		g.serveOrg(w, r, call)
 	}
 }
 
@@ -109,6 +126,8 @@ func parseAPICall(method string, u *url.URL) (apiCall, error) {
 			return apiCall{}, err
 		}
 		return apiCall{op: opProjectAgents, projectID: id}, readOnly(method)
+	case "organizations":
+		return parseOrgCall(method, id, rest)
 	case "agents":
 	default:
 		return apiCall{}, fmt.Errorf("%w: no such API path", hop.ErrNotFound)
@@ -163,12 +182,7 @@ func checkID(what, id string) error {
 
 func readOnly(method string) error {
 	if method != http.MethodGet && method != http.MethodHead {
-		return fmt.Errorf("%w: %s; this path answers GET", hop.ErrMethodNotAllowed, method)
+		return methodNotAllowed(method, "GET, HEAD")
 	}
 	return nil
-}
-
-func errorsIsMethod(err error) bool {
-	status, _ := hop.StatusOf(err)
-	return status == http.StatusMethodNotAllowed
 }

@@ -13,6 +13,7 @@ var (
 	ErrUnauthorized      = errors.New("missing or invalid credentials")
 	ErrHopLimit          = errors.New("hop limit exceeded")
 	ErrBadRequest        = errors.New("bad request")
+	ErrConflict          = errors.New("conflicts with the state in force")
 	ErrNotFound          = errors.New("not found")
 	ErrNotConfigured     = errors.New("not configured on this edge")
 	ErrMethodNotAllowed  = errors.New("method not allowed")

@@ -43,6 +43,8 @@ func StatusOf(err error) (status int, cause string) {
 		return http.StatusBadRequest, "body_read"
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest, "bad_request"
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict, "conflict"
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, ErrNotConfigured):

@@ -41,6 +41,7 @@ func TestStatusOf(t *testing.T) {
 		{ErrAmbiguousHeaders, 400},
 		{ErrBadPath, 400},
 		{fmt.Errorf("%w: agent id", ErrBadRequest), 400},
+		{fmt.Errorf("%w: organization 7 is switched to cell 3", ErrConflict), 409},
 		{ErrNotConfigured, 404},
 		{ErrMethodNotAllowed, 405},
 	}

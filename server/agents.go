@@ -187,7 +187,7 @@ func (a *agents) routes(cfg *config.Config, next *table) error {
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("gitlab_api: %w", err)}
 		}
-		api.Handler = agentrouter.NewGitLabAPI(a.router, gv)
+		api.Handler = agentrouter.NewGitLabAPI(a.router, gv, nil, nil)
 	}
 	next.routes.Add(connect, api)
 	maxConns := cfg.Agents.MaxConnections
