@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"gitlab.com/edge/edge/agentrouter"
@@ -22,6 +23,7 @@ import (
 	"gitlab.com/edge/edge/hop"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/guard"
+	"gitlab.com/edge/edge/moves"
 	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tunnel"
@@ -35,6 +37,9 @@ type agents struct {
 	tunnels  *tunnel.Server
 	registry registry.Registry
 	redis    redis.UniversalClient
+	// moves are the organizations moved to another cell, kept where the registry keeps the
+	// agents (its Redis, or this edge's memory) and mirrored here.
+	moves    *moves.Table
 	router   *agentrouter.AgentRouter
 	internal http.Handler // nil without an internal listener
 	// internalTLS is internal.tls, read once at start (nil: plain HTTP).
@@ -54,6 +59,9 @@ func newAgents(cfg *config.Config, d deps) (*agents, error) {
 	a := &agents{events: make(chan registryEvent, 4096), draining: make(chan struct{}), log: log, self: cfg.Listen.AdvertiseInternal,
 		guard: d.guard}
 	if err := a.openRegistry(cfg, d); err != nil {
+		return nil, err
+	}
+	if err := registerMoves(reg, a.moves); err != nil {
 		return nil, err
 	}
 	var err error
@@ -187,7 +195,7 @@ func (a *agents) routes(cfg *config.Config, next *table) error {
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("gitlab_api: %w", err)}
 		}
-		api.Handler = agentrouter.NewGitLabAPI(a.router, gv, nil, nil)
+		api.Handler = agentrouter.NewGitLabAPI(a.router, gv, a.moves, knownCells(cfg.Cells))
 	}
 	next.routes.Add(connect, api)
 	maxConns := cfg.Agents.MaxConnections
@@ -280,4 +288,36 @@ func (a *agents) status(ctx context.Context, s *Status) {
 	if t := a.internalTLS; t != nil {
 		s.Certificates = appendCert(s.Certificates, "internal.tls", &t.Certificates[0], time.Now())
 	}
+}
+
+// knownCells says whether a cell of cells has id: the cells a move may name.
+func knownCells(cells []config.Cell) func(uint64) bool {
+	return func(id uint64) bool {
+		for _, c := range cells {
+			if c.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// registerMoves exports edge_org_moves{phase}: the organization moves in force on this edge.
+func registerMoves(reg prometheus.Registerer, t *moves.Table) error {
+	for _, phase := range []moves.Phase{moves.Freeze, moves.Switched} {
+		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_org_moves", Help: "Organization moves in force on this edge, by phase.",
+			ConstLabels: prometheus.Labels{"phase": phase.String()}}, func() float64 {
+			n := 0
+			for _, m := range t.All() {
+				if m.Phase == phase {
+					n++
+				}
+			}
+			return float64(n)
+		})
+		if err := reg.Register(g); err != nil {
+			return fmt.Errorf("edge_org_moves: %w", err)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/internal/cli"
+	"gitlab.com/edge/edge/moves"
 	"gitlab.com/edge/edge/registry"
 	"gitlab.com/edge/edge/tunnel"
 )
@@ -38,12 +39,18 @@ func (a *agents) openRegistry(cfg *config.Config, d deps) error {
 			return cli.UsageError{Err: fmt.Errorf("registry: %w", err)}
 		}
 		a.registry = rr
+		prefix := r.Redis.KeyPrefix
+		if prefix == "" {
+			prefix = registry.DefaultRedisKeyPrefix
+		}
+		a.moves = moves.NewTable(moves.NewRedis(a.redis, prefix, log), log, a.moveChanged)
 	} else {
 		mr, err := registry.NewMemory(registry.NewMemoryStore(), opts, log)
 		if err != nil {
 			return err
 		}
 		a.registry = mr
+		a.moves = moves.NewTable(moves.NewMemory(), log, a.moveChanged)
 	}
 	return nil
 }
@@ -66,6 +73,7 @@ func (a *agents) runRegistry(life context.Context, run *goroutines) error {
 			a.log.Error("registry stopped", "error", err)
 		}
 	})
+	run.Go("organization moves", func() { a.moves.Run(life) })
 	run.Go("registry", func() {
 		for {
 			select {
@@ -103,6 +111,16 @@ func (a *agents) drainRegistry(ctx context.Context) {
 	if err := a.registry.Drain(ctx); err != nil {
 		a.log.Warn("registry drain", "error", err)
 	}
+}
+
+// moveChanged logs each organization move as this edge learns of it.
+func (a *agents) moveChanged(prev *moves.Move, m moves.Move) {
+	from := "none"
+	if prev != nil {
+		from = prev.Phase.String()
+	}
+	a.log.Info("organization move in force", "org_id", m.Org, "cell", m.Cell, "from_cell", m.From,
+		"phase", m.Phase.String(), "was", from)
 }
 
 // closeRedis closes the registry's Redis client, once the registry's loops have ended.

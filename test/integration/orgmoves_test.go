@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Organization moves, as GitLab's migration tooling makes them through the API for GitLab, with
+// two edges sharing Redis: a move made through one edge is in force at the other within 1 s, a
+// refused one writes nothing, and forgetting a move is fleet-wide.
+func TestOrganizationMovesFleetWide(t *testing.T) {
+	c := newTunnelClusterWith(t, 2, func(cfg *edgeConfig) {
+		cfg.Cells = append(cfg.Cells, cellConfig{ID: 2, URL: "http://127.0.0.2:9"}, cellConfig{ID: 3, URL: "http://127.0.0.3:9"})
+	})
+	call := func(e *edgeProc, method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, e.PublicURL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.apiToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const cell, list = "/-/api/v1/organizations/7/cell", "/-/api/v1/organizations/moves"
+	e1, e2 := c.edges[0], c.edges[1]
+	if status, body := call(e1, "PUT", cell, `{"cell":3,"phase":"freeze"}`); status != 200 || !strings.Contains(body, `"phase":"freeze"`) {
+		t.Fatalf("freeze through edge 1: %d %s", status, body)
+	}
+	start := time.Now()
+	for {
+		if _, body := call(e2, "GET", list, ""); strings.Contains(body, `"org_id":7,"cell":3,"phase":"freeze"`) {
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatalf("edge 2 did not have the move within 1 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("edge 2 had the move %v after edge 1 answered", time.Since(start))
+	if status, body := call(e2, "PUT", cell, `{"cell":3,"phase":"switched"}`); status != 200 {
+		t.Fatalf("switch through edge 2: %d %s", status, body)
+	}
+	for _, e := range c.edges {
+		waitMetric(t, e, `edge_org_moves{phase="switched"} 1`)
+	}
+	for _, bad := range []struct {
+		path, body string
+		status     int
+	}{
+		{cell, `{"cell":3,"phase":"freeze"}`, 409},
+		{cell, `{"cell":4,"phase":"freeze"}`, 400},
+		{"/-/api/v1/organizations/0/cell", `{"cell":3,"phase":"freeze"}`, 400},
+	} {
+		if status, body := call(e1, "PUT", bad.path, bad.body); status != bad.status {
+			t.Errorf("PUT %s %s: %d %s, want %d", bad.path, bad.body, status, body, bad.status)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // a refusal that wrote would have reached edge 2 by now
+	if _, body := call(e2, "GET", list, ""); !strings.Contains(body, `"org_id":7,"cell":3,"phase":"switched"`) || strings.Count(body, "org_id") != 1 {
+		t.Errorf("edge 2 after the refusals: %s", body)
+	}
+	if status, _ := call(e2, "DELETE", cell, ""); status != 204 {
+		t.Fatalf("forget through edge 2: %d", status)
+	}
+	start = time.Now()
+	for {
+		if _, body := call(e1, "GET", list, ""); strings.TrimSpace(body) == `{"moves":[]}` {
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatalf("edge 1 still had the move 1 s after it was forgotten")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status, _ := call(e1, "DELETE", cell, ""); status != 404 {
+		t.Errorf("forgetting again: %d, want 404", status)
+	}
+	req, _ := http.NewRequest("GET", e1.PublicURL+list, nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Errorf("without a token: %v %v, want 401", resp, err)
+	}
+}
+
+// waitMetric waits up to 1 s for a line of e's /metrics.
+func waitMetric(t *testing.T, e *edgeProc, line string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		resp, err := http.Get(e.OpsURL + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), line+"\n") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %q in /metrics", e.PublicURL, line)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
