@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"gitlab.com/edge/edge/discovery"
+	"gitlab.com/edge/edge/moves"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -18,6 +19,7 @@ const (
 	RuleLearnedJobID
 	RuleLegacy
 	RuleNotRunnerTraffic
+	RuleOrgMove // the runner token's organization moved to another cell
 )
 
 func (r Rule) String() string {
@@ -36,6 +38,8 @@ func (r Rule) String() string {
 		return "legacy_cell"
 	case RuleNotRunnerTraffic:
 		return "not_runner_traffic"
+	case RuleOrgMove:
+		return "org_move"
 	}
 	return "unknown"
 }
@@ -92,6 +96,9 @@ type Decision struct {
 	Body     string // whether the body was read for a token, and why not
 	// Admission, for a jobs/request with runners.admission, is who would be asked about the job.
 	Admission *AdmissionPlan
+	// Move is the organization move that decided (RuleOrgMove), or that holds the request back
+	// (frozen); nil: none.
+	Move *moves.Move
 }
 
 type decisionJSON struct {
@@ -107,6 +114,7 @@ type decisionJSON struct {
 	Rule        string            `json:"rule"`
 	Body        string            `json:"body,omitempty"`
 	Admission   *AdmissionPlan    `json:"admission,omitempty"`
+	Move        *moves.Move       `json:"move,omitempty"`
 }
 
 func (d Decision) MarshalJSON() ([]byte, error) {
@@ -119,6 +127,7 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		Rule:        d.Rule.String(),
 		Body:        d.Body,
 		Admission:   d.Admission,
+		Move:        d.Move,
 	}
 	if d.Kind == KindJobJWT {
 		out.Verified = &d.Verified

@@ -21,7 +21,7 @@ type Metrics struct {
 	// Children resolved once, so the request path does no label hashing.
 	inFlightBy  [2]prometheus.Gauge
 	durationBy  [2][numEndpoints]prometheus.Observer
-	decisionsBy [16][8][8]atomic.Pointer[counterBox]
+	decisionsBy [16][8][16]atomic.Pointer[counterBox]
 }
 
 type counterBox struct{ prometheus.Counter }
@@ -30,9 +30,9 @@ type counterBox struct{ prometheus.Counter }
 func (m *Metrics) decision(source TokenSource, kind TokenKind, rule Rule, refused bool) {
 	r := int(rule)
 	if refused {
-		r = 7
+		r = 15
 	}
-	slot := &m.decisionsBy[source&15][kind&7][r&7]
+	slot := &m.decisionsBy[source&15][kind&7][r&15]
 	box := slot.Load()
 	if box == nil {
 		label := rule.String()

@@ -9,6 +9,7 @@ import (
 
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/hop"
+	"gitlab.com/edge/edge/moves"
 	"gitlab.com/edge/edge/tokens"
 )
 
@@ -20,6 +21,11 @@ type JobVerifier interface {
 // Classifier asks a Topology-Service-style endpoint which cell owns a routing value.
 type Classifier interface {
 	Classify(ctx context.Context, typ discovery.ClassifyType, value uint64) (address string, found bool, err error)
+}
+
+// OrgMoves says where an organization moved (a moves.Table).
+type OrgMoves interface {
+	Lookup(org uint64) (moves.Move, bool)
 }
 
 // JobLearner remembers which cell handed out a job.
@@ -142,6 +148,13 @@ func (p *Router) route(ctx context.Context, path string, found []foundToken) (De
 		d.setToken(t.source, v)
 		d.Cell, d.Rule = v.cell, v.rule
 	}
+	if d.Rule != RuleJobTokenCell {
+		// A job already claimed keeps going where it runs; a runner's token follows its
+		// organization's move, whatever cell the token was minted in.
+		if moved, err := p.followMove(&d, verdicts[:len(found)], found); moved || err != nil {
+			return d, err
+		}
+	}
 	if d.Cell != nil {
 		return d, nil
 	}
@@ -228,4 +241,33 @@ func jobIDFromPath(path string) (uint64, bool) {
 	}
 	id, err := strconv.ParseUint(rest, 10, 64)
 	return id, err == nil
+}
+
+// followMove routes by the move of the organization a routable token names (o:N): to its new
+// cell once switched; refused (hop.ErrOrgMoving) while frozen.
+func (p *Router) followMove(d *Decision, verdicts []verdict, found []foundToken) (bool, error) {
+	if p.moves == nil {
+		return false, nil
+	}
+	for i, v := range verdicts {
+		if v.kind != KindRoutable || !v.keys.Has(tokens.KeyOrganization) {
+			continue
+		}
+		m, ok := p.moves.Lookup(v.keys.Organization)
+		if !ok {
+			continue
+		}
+		d.setToken(found[i].source, v)
+		d.Move = &m
+		if m.Phase == moves.Freeze {
+			return true, fmt.Errorf("%w: organization %d moves to cell %d", hop.ErrOrgMoving, m.Org, m.Cell)
+		}
+		cell, ok := p.cells.ByID(m.Cell)
+		if !ok {
+			return false, nil // a move to a cell this edge no longer has: the other rules
+		}
+		d.Cell, d.Rule = cell, RuleOrgMove
+		return true, nil
+	}
+	return false, nil
 }

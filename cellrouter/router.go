@@ -6,6 +6,7 @@ package cellrouter
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -30,6 +31,8 @@ type Options struct {
 	RejectInvalid bool
 	Classifier    Classifier // nil: the classify rule is skipped
 	Learned       JobLearner // nil: job ids are not learned
+	// Moves are the organizations moved to another cell; nil: none are followed.
+	Moves OrgMoves
 	// Health keeps the cells' health across proxies (reloads); nil: this proxy's own.
 	Health *discovery.Health
 	// Tracer makes a client span of every call to a cell; nil: none.
@@ -73,6 +76,7 @@ type Router struct {
 	admission       *Admission
 	parkable        bool // long polls may be parked: inline cell transports, no tracing
 	parking         *wire.Parking
+	moves           OrgMoves
 	// inline and polls carry the requests edge writes itself (direct.go), polls the jobs/request
 	// that may be parked; nil when a transport was given or tracing is on.
 	inline, polls *wire.InlineTransport
@@ -106,6 +110,7 @@ func New(o Options) (*Router, error) {
 		rejectInvalid:   o.RejectInvalid,
 		classifier:      o.Classifier,
 		learned:         o.Learned,
+		moves:           o.Moves,
 		bodyReadTimeout: o.BodyReadTimeout,
 		prefixes:        newPrefixPool(o.BodyTokenLimit),
 		log:             o.Log,
@@ -161,6 +166,10 @@ func (p *Router) serve(w *hop.Record, r *http.Request, kind TrafficKind) {
 	if kind == TrafficRunner {
 		w.Token = d.Kind.String()
 	}
+	if err != nil && errors.Is(err, hop.ErrOrgMoving) {
+		p.holdBack(w, r, d, kind, inFlight)
+		return
+	}
 	if err != nil {
 		status, cause := hop.StatusOf(err)
 		p.metrics.decision(d.Source, d.Kind, 0, true)
@@ -192,6 +201,28 @@ func (p *Router) serve(w *hop.Record, r *http.Request, kind TrafficKind) {
 		a.End()
 	}
 	p.served(w, r, t, kind, start)
+}
+
+// orgMovingRetry is the Retry-After of a frozen organization's runner calls: the copy of its
+// data takes minutes, a runner's next poll comes anyway.
+const orgMovingRetry = "5"
+
+// holdBack answers a runner call of an organization frozen for its move without sending it to
+// any cell: a jobs/request gets 204 (no job now, as a cell says it), anything else 503 with the
+// cause organization_moving; both with Retry-After.
+func (p *Router) holdBack(w *hop.Record, r *http.Request, d Decision, kind TrafficKind, inFlight prometheus.Gauge) {
+	defer inFlight.Dec()
+	p.metrics.decision(d.Source, d.Kind, RuleOrgMove, false)
+	w.Rule = RuleOrgMove.String()
+	w.Header().Set("Retry-After", orgMovingRetry)
+	status := http.StatusNoContent
+	if r.Method == http.MethodPost && r.URL.Path == wire.JobsRequestPath {
+		w.WriteHeader(status)
+	} else {
+		status = http.StatusServiceUnavailable
+		hop.Error(w, fmt.Errorf("%w: organization %d", hop.ErrOrgMoving, d.Move.Org))
+	}
+	p.metrics.Requests.WithLabelValues(kind.String(), "edge", hop.CodeClass(status)).Inc()
 }
 
 // served counts a request answered (or given up) by its cell.

@@ -14,6 +14,7 @@ var (
 	ErrHopLimit          = errors.New("hop limit exceeded")
 	ErrBadRequest        = errors.New("bad request")
 	ErrConflict          = errors.New("conflicts with the state in force")
+	ErrOrgMoving         = errors.New("the organization is moving to another cell")
 	ErrNotFound          = errors.New("not found")
 	ErrNotConfigured     = errors.New("not configured on this edge")
 	ErrMethodNotAllowed  = errors.New("method not allowed")

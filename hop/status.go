@@ -51,6 +51,8 @@ func StatusOf(err error) (status int, cause string) {
 		return http.StatusNotFound, "not_configured"
 	case errors.Is(err, ErrMethodNotAllowed):
 		return http.StatusMethodNotAllowed, "method_not_allowed"
+	case errors.Is(err, ErrOrgMoving):
+		return http.StatusServiceUnavailable, "organization_moving"
 	case errors.Is(err, ErrCellUnavailable):
 		return http.StatusServiceUnavailable, "cell_unavailable"
 	case errors.Is(err, ErrRegistryDown):

@@ -10,6 +10,7 @@ import (
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/internal/cli"
 	"gitlab.com/edge/edge/internal/guard"
+	"gitlab.com/edge/edge/moves"
 	"gitlab.com/edge/edge/tokens"
 	"gitlab.com/edge/edge/tracing"
 	"gitlab.com/edge/edge/wire"
@@ -27,11 +28,13 @@ type runner struct {
 	log       *slog.Logger
 	guard     *guard.Guard
 	parking   *wire.Parking
+	moves     *moves.Table // the organizations moved to another cell, which runner tokens follow
 }
 
 // newRunner makes the runner module; metrics are the front door's, which its proxy counts on.
-func newRunner(cfg *config.Config, d deps, metrics *cellrouter.Metrics, cells *cellHealth, admission *jobAdmission) *runner {
+func newRunner(cfg *config.Config, d deps, metrics *cellrouter.Metrics, cells *cellHealth, admission *jobAdmission, orgMoves *moves.Table) *runner {
 	return &runner{
+		moves:     orgMoves,
 		metrics:   metrics,
 		learned:   discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
 		cells:     cells,
@@ -83,6 +86,7 @@ func (r *runner) proxy(cfg *config.Config) (*cellrouter.Router, error) {
 		Log:             r.log,
 		Metrics:         r.metrics,
 		Parking:         r.parking,
+		Moves:           r.moves,
 	}
 	if opts.Admission, err = r.admission.of(cfg); err != nil {
 		return nil, cli.UsageError{Err: err}

@@ -80,7 +80,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 		return nil, err
 	}
 	adm := newAdmission(d, agents.router)
-	r := newRunner(cfg, d, metrics, cells, adm)
+	r := newRunner(cfg, d, metrics, cells, adm, agents.moves)
 	ws, err := newWorkspaces(cfg, d, agents)
 	if err != nil {
 		return nil, err
