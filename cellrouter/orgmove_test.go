@@ -2,11 +2,15 @@ package cellrouter
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/moves"
 	"gitlab.com/edge/edge/tokens"
 )
@@ -85,4 +89,62 @@ func TestRoutingFollowsOrganizationMoves(t *testing.T) {
 	}
 	call("POST", "/api/v4/runners/verify", runner)
 	f.only(t, 2) // forgotten: the token's cell again
+}
+
+// At the switch, the classify answers cached for the cell the organization left are dropped on
+// this edge (and the organization's own): the next lookup asks the service again, which says
+// where the project lives now.
+func TestSwitchDropsCachedClassifyAnswers(t *testing.T) {
+	var asked atomic.Int32
+	var where atomic.Pointer[string]
+	classify := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Cache-Control", "max-age=600")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"action":"proxy","proxy":{"address":%q}}`, *where.Load())
+	}))
+	t.Cleanup(classify.Close)
+	c, err := discovery.NewClassifier(discovery.ClassifierOptions{URL: classify.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := moves.NewTable(moves.NewMemory(), nil, nil)
+	f := newFixture(t, func(o *Options) { o.Classifier, o.Moves = c, table })
+	table.OnChange(f.proxy.OrgMoved)
+	cell2, cell3 := f.cells[1].srv.URL, f.cells[2].srv.URL
+	where.Store(&cell2)
+	// A runner token of project 5 in organization 8, naming no cell: classify decides.
+	tok, _ := tokens.MintRoutable("glrt-t2_", [16]byte{9}, tokens.Keys{}.Set(tokens.KeyOrganization, 8).Set(tokens.KeyProject, 5))
+	verify := func() {
+		req, _ := http.NewRequest("POST", f.front.URL+"/api/v4/runners/verify", strings.NewReader(`{"token":"`+tok+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		do(t, req)
+	}
+	verify()
+	verify()
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("classify asked %d times for two requests, want 1 (cached)", n)
+	}
+	where.Store(&cell3) // GitLab moved organization 7, project 5's (edge cannot tell)
+	known := func(uint64) bool { return true }
+	if _, err := table.Set(context.Background(), 7, 3, moves.Freeze, known); err != nil {
+		t.Fatal(err)
+	}
+	verify()
+	if n := asked.Load(); n != 1 {
+		t.Errorf("classify asked again while frozen (%d): the answers stand until the switch", n)
+	}
+	if _, err := table.Set(context.Background(), 7, 3, moves.Switched, known); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range f.cells {
+		tc.mu.Lock()
+		tc.seen = nil
+		tc.mu.Unlock()
+	}
+	verify()
+	if n := asked.Load(); n != 2 {
+		t.Errorf("classify asked %d times in all, want 2: the switch drops the cached answer", n)
+	}
+	f.only(t, 3)
 }

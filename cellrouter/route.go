@@ -23,6 +23,29 @@ type Classifier interface {
 	Classify(ctx context.Context, typ discovery.ClassifyType, value uint64) (address string, found bool, err error)
 }
 
+// classifyForgetter is a Classifier whose cached answers can be dropped (discovery.Classifier).
+type classifyForgetter interface {
+	Forget(names func(address string) bool, org uint64) int
+}
+
+// OrgMoved drops, once a move switches, the cached classify answers that named the cell the
+// organization left (its projects' and groups' among them: edge cannot tell which are its) and
+// the organization's own: the next lookups ask the service, which GitLab has updated.
+func (p *Router) OrgMoved(prev *moves.Move, m moves.Move) {
+	f, ok := p.classifier.(classifyForgetter)
+	if !ok || m.Phase != moves.Switched || prev != nil && prev.Phase == moves.Switched && prev.Cell == m.Cell {
+		return
+	}
+	n := f.Forget(func(address string) bool {
+		if m.From == 0 {
+			return true // the cell it left is not known: every answer may name it
+		}
+		c, ok := p.cells.ByURL(address)
+		return ok && c.ID == m.From
+	}, m.Org)
+	p.log.Info("organization switched: cached classify answers dropped", "org_id", m.Org, "from_cell", m.From, "cell", m.Cell, "dropped", n)
+}
+
 // OrgMoves says where an organization moved (a moves.Table).
 type OrgMoves interface {
 	Lookup(org uint64) (moves.Move, bool)

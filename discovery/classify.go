@@ -133,6 +133,17 @@ func defaultClassifyClient() *http.Client {
 	}}
 }
 
+// Forget drops the cached answers naming an address names matches (a cell an organization moved
+// away from), and any cached answer about the organization org itself (0: none); it returns how
+// many it dropped. The next lookup of each asks the service again.
+func (c *Classifier) Forget(names func(address string) bool, org uint64) int {
+	var keys []classifyKey
+	if kind, ok := ClassifyOrganization.kind(); ok && org != 0 {
+		keys = append(keys, classifyKey{kind: kind, value: org})
+	}
+	return c.cache.forget(names, keys)
+}
+
 // Classify returns the proxy address the service answered. found=false for a negative answer
 // ({"action":"reject"} or 404 or any other non-proxy action). err != nil (wrapping ErrClassify) for
 // transport errors, timeouts, other statuses, malformed JSON; callers treat errors as "no answer".

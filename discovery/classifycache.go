@@ -56,3 +56,22 @@ func (c *classifyCache) add(k classifyKey, a answer, expires time.Time) {
 func (c *classifyCache) shard(k classifyKey) *lru.Cache[classifyKey, cachedAnswer] {
 	return c.shards[shardOf(k.value^uint64(k.kind)<<56, len(c.shards))]
 }
+
+// forget drops the found answers whose address names matches, and the answers about the values
+// of keys; it returns how many it dropped.
+func (c *classifyCache) forget(names func(address string) bool, keys []classifyKey) int {
+	n := 0
+	for _, s := range c.shards {
+		for _, k := range s.Keys() {
+			if e, ok := s.Peek(k); ok && e.found && names(e.address) && s.Remove(k) {
+				n++
+			}
+		}
+	}
+	for _, k := range keys {
+		if c.shard(k).Remove(k) {
+			n++
+		}
+	}
+	return n
+}

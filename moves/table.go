@@ -15,7 +15,7 @@ import (
 type Table struct {
 	store   Store
 	log     *slog.Logger
-	changed func(prev *Move, m Move)
+	changed []func(prev *Move, m Move) // under mu
 	cur     atomic.Pointer[map[uint64]Move]
 	mu      sync.Mutex // one resync at a time, so that changes are reported in order
 }
@@ -26,7 +26,10 @@ func NewTable(store Store, log *slog.Logger, changed func(prev *Move, m Move)) *
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Table{store: store, log: log, changed: changed}
+	t := &Table{store: store, log: log}
+	if changed != nil {
+		t.changed = append(t.changed, changed)
+	}
 	t.cur.Store(&map[uint64]Move{})
 	return t
 }
@@ -76,16 +79,23 @@ func (t *Table) Resync(ctx context.Context) error {
 		next[m.Org] = m
 	}
 	t.cur.Store(&next)
-	if t.changed != nil {
-		for _, m := range all {
+	for _, m := range all {
+		for _, f := range t.changed {
 			if prev, ok := old[m.Org]; !ok {
-				t.changed(nil, m)
+				f(nil, m)
 			} else if !same(prev, m) {
-				t.changed(&prev, m)
+				f(&prev, m)
 			}
 		}
 	}
 	return nil
+}
+
+// OnChange adds f to those told of each move that appears or changes.
+func (t *Table) OnChange(f func(prev *Move, m Move)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.changed = append(t.changed, f)
 }
 
 // Set makes org live in cell at phase, checked against the move in the store (Next), and

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync/atomic"
 
 	"gitlab.com/edge/edge/cellrouter"
 	"gitlab.com/edge/edge/config"
@@ -28,12 +29,13 @@ type runner struct {
 	log       *slog.Logger
 	guard     *guard.Guard
 	parking   *wire.Parking
-	moves     *moves.Table // the organizations moved to another cell, which runner tokens follow
+	moves     *moves.Table                      // the organizations moved to another cell, which runner tokens follow
+	current   atomic.Pointer[cellrouter.Router] // the proxy in force, told of moves
 }
 
 // newRunner makes the runner module; metrics are the front door's, which its proxy counts on.
 func newRunner(cfg *config.Config, d deps, metrics *cellrouter.Metrics, cells *cellHealth, admission *jobAdmission, orgMoves *moves.Table) *runner {
-	return &runner{
+	r := &runner{
 		moves:     orgMoves,
 		metrics:   metrics,
 		learned:   discovery.NewLearnedJobs(cfg.Routing.LearnedJobs.Size, cfg.Routing.LearnedJobs.TTL.Duration),
@@ -44,6 +46,12 @@ func newRunner(cfg *config.Config, d deps, metrics *cellrouter.Metrics, cells *c
 		guard:     d.guard,
 		parking:   d.parking,
 	}
+	orgMoves.OnChange(func(prev *moves.Move, m moves.Move) {
+		if p := r.current.Load(); p != nil {
+			p.OrgMoved(prev, m)
+		}
+	})
+	return r
 }
 
 func (r *runner) module() module {
@@ -60,7 +68,7 @@ func (r *runner) module() module {
 			}
 			next.routes.Add(p.Routes()...)
 			next.routes.Retire = p.CloseIdleConnections
-			next.onApply(func() { r.cells.use(p.CellHealth()) })
+			next.onApply(func() { r.cells.use(p.CellHealth()); r.current.Store(p) })
 			return nil
 		},
 	}
