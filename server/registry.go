@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,21 +30,13 @@ func (a *agents) openRegistry(cfg *config.Config, d deps) error {
 	if r := cfg.Registry; r != nil {
 		opts.TTL, opts.Refresh = r.TTL.Duration, r.Refresh.Duration
 		redis.SetLogger(redisLogger{log})
-		a.redis = redis.NewUniversalClient(&redis.UniversalOptions{
-			Addrs: r.Redis.Addresses(), MasterName: r.Redis.MasterName, Username: r.Redis.Username,
-			Password: string(r.Redis.Password), DB: r.Redis.DB,
-			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-		})
+		a.redis = redisClient(r)
 		rr, err := registry.NewRedis(a.redis, registry.RedisOptions{Options: opts, KeyPrefix: r.Redis.KeyPrefix}, log)
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("registry: %w", err)}
 		}
 		a.registry = rr
-		prefix := r.Redis.KeyPrefix
-		if prefix == "" {
-			prefix = registry.DefaultRedisKeyPrefix
-		}
-		a.moves = moves.NewTable(moves.NewRedis(a.redis, prefix, log), log, a.moveChanged)
+		a.moves = moves.NewTable(moves.NewRedis(a.redis, redisPrefix(r), log), log, a.moveChanged)
 	} else {
 		mr, err := registry.NewMemory(registry.NewMemoryStore(), opts, log)
 		if err != nil {
@@ -134,3 +127,33 @@ func (a *agents) closeRedis(context.Context) {
 // log instead of standard error. go-redis keeps its logger in a package variable, so only this
 // package sets it.
 type redisLogger struct{ log *slog.Logger }
+
+// redisClient is the registry's Redis client.
+func redisClient(r *config.Registry) redis.UniversalClient {
+	return redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs: r.Redis.Addresses(), MasterName: r.Redis.MasterName, Username: r.Redis.Username,
+		Password: string(r.Redis.Password), DB: r.Redis.DB,
+		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+	})
+}
+
+func redisPrefix(r *config.Registry) string {
+	if r.Redis.KeyPrefix == "" {
+		return registry.DefaultRedisKeyPrefix
+	}
+	return r.Redis.KeyPrefix
+}
+
+// OpenOrgMoves opens the organization moves cfg's fleet shares, for edge org: they live in the
+// registry's Redis. Without registry.redis each edge keeps its own in memory, and only its API
+// for GitLab reaches them. close releases the Redis client.
+func OpenOrgMoves(cfg *config.Config) (t *moves.Table, close func(), err error) {
+	if cfg.Registry == nil {
+		return nil, nil, cli.UsageError{Err: errors.New("registry is not set: each edge keeps its organization moves in memory; make them through its API for GitLab (PUT /-/api/v1/organizations/{id}/cell)")}
+	}
+	c := redisClient(cfg.Registry)
+	return moves.NewTable(moves.NewRedis(c, redisPrefix(cfg.Registry), nil), nil, nil), func() { c.Close() }, nil
+}
+
+// KnownCells says whether cfg has a cell of that id: the cells a move may name.
+func KnownCells(cfg *config.Config) func(uint64) bool { return knownCells(cfg.Cells) }

@@ -38,6 +38,9 @@ Usage:
   edge token mint routable|job|agent|gitlab-api ...
                                         mint tokens for tests and tooling
   edge token decode TOKEN|-             print a token's routing keys
+  edge org move   --config edge.yaml --org N --cell M --phase freeze|switched
+  edge org list   --config edge.yaml    the organization moves in force (registry.redis)
+  edge org forget --config edge.yaml --org N
   edge version (or edge --version)      print version, commit and Go version
 
 Run 'edge COMMAND --help' for a command's flags.
@@ -60,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdExplain(ctx, rest, stdout, stderr)
 	case "token":
 		return cmdToken(rest, stdin, stdout, stderr)
+	case "org":
+		return cmdOrg(ctx, rest, stdout, stderr)
 	case "demo":
 		return usagef("the demo is not part of the router binary: run 'make demo' in the source tree (cmd/edge-demo)")
 	case "version", "-v", "-version", "--version":

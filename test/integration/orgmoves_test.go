@@ -84,6 +84,32 @@ func TestOrganizationMovesFleetWide(t *testing.T) {
 	if status, _ := call(e1, "DELETE", cell, ""); status != 404 {
 		t.Errorf("forgetting again: %d, want 404", status)
 	}
+	// From a shell: edge org, on an edge's config, through the same Redis.
+	if out, errOut, code := runEdge(t, "org", "move", "--config", e1.ConfigPath, "--org", "9", "--cell", "2", "--phase", "freeze"); code != 0 || !strings.Contains(out, `"org_id":9,"cell":2,"phase":"freeze"`) {
+		t.Errorf("edge org move: exit %d, %s %s", code, out, errOut)
+	}
+	start = time.Now()
+	for {
+		if _, body := call(e2, "GET", list, ""); strings.Contains(body, `"org_id":9`) {
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatalf("edge 2 did not have the move made by edge org within 1 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, _, code := runEdge(t, "org", "list", "--config", e2.ConfigPath); code != 0 || !strings.Contains(out, `"org_id":9`) {
+		t.Errorf("edge org list: exit %d, %s", code, out)
+	}
+	if _, errOut, code := runEdge(t, "org", "move", "--config", e1.ConfigPath, "--org", "9", "--cell", "4", "--phase", "freeze"); code != 2 || !strings.Contains(errOut, "unknown cell") {
+		t.Errorf("edge org move to an unknown cell: exit %d, %s; want 2 naming it", code, errOut)
+	}
+	if out, _, code := runEdge(t, "org", "forget", "--config", e1.ConfigPath, "--org", "9"); code != 0 {
+		t.Errorf("edge org forget: exit %d, %s", code, out)
+	}
+	if _, _, code := runEdge(t, "org", "forget", "--config", e1.ConfigPath, "--org", "9"); code != 2 {
+		t.Errorf("edge org forget again: exit %d, want 2", code)
+	}
 	req, _ := http.NewRequest("GET", e1.PublicURL+list, nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Errorf("without a token: %v %v, want 401", resp, err)
