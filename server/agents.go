@@ -263,6 +263,7 @@ func InlineTransport(t *http.Transport) tunnel.RoundTripCloser { return wire.New
 // status shows the agents held here and across the fleet, the peer edges seen in the registry,
 // and the internal listener's certificate.
 func (a *agents) status(ctx context.Context, s *Status) {
+	s.Moves = a.moves.All()
 	for _, c := range a.tunnels.Conns() {
 		i := c.Info()
 		s.AgentsHere = append(s.AgentsHere, AgentStatus{AgentID: i.AgentID, ConnectionID: i.ConnectionID, Since: i.ConnectedAt.UTC(), Version: i.Version})

@@ -10,6 +10,7 @@ import (
 	"gitlab.com/edge/edge/aggregate"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/front"
+	"gitlab.com/edge/edge/moves"
 )
 
 // Status is what /status shows and /status.json returns: this edge, its cells, agents here and
@@ -22,6 +23,7 @@ type Status struct {
 	Fleet        []AgentStatus   `json:"fleet"`
 	FleetError   string          `json:"fleet_error,omitempty"`
 	Peers        []string        `json:"peers"`
+	Moves        []moves.Move    `json:"org_moves"`
 	Aggregation  []MemberStatus  `json:"aggregation,omitempty"`
 	Certificates []CertStatus    `json:"certificates,omitempty"`
 	Refusals     []front.Refusal `json:"refusals"`

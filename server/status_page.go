@@ -45,6 +45,10 @@ const statusHTML = `<!doctype html>
 {{if .S.Fleet}}<table><tr><th>agent</th><th>connection</th><th>holder edge</th><th>since</th></tr>
 {{range .S.Fleet}}<tr><td>{{.AgentID}}</td><td>{{.ConnectionID}}</td><td>{{.Edge}}</td><td>{{.Since.Format "2006-01-02 15:04:05Z07:00"}}</td></tr>{{end}}
 </table>{{else}}<p class="muted">none</p>{{end}}
+<h2>Organization moves in force</h2>
+{{if .S.Moves}}<table><tr><th>organization</th><th>cell</th><th>from</th><th>phase</th><th>since</th></tr>
+{{range .S.Moves}}<tr><td>{{.Org}}</td><td>{{.Cell}}</td><td>{{if .From}}{{.From}}{{else}}<span class="muted">not known</span>{{end}}</td><td class="{{if eq .Phase.String "freeze"}}degraded{{else}}up{{end}}">{{.Phase}}</td><td>{{.Since.Format "2006-01-02 15:04:05Z07:00"}}</td></tr>{{end}}
+</table>{{else}}<p class="muted">none</p>{{end}}
 <h2>Peer edges</h2>
 {{if .S.Peers}}<ul>{{range .S.Peers}}<li>{{.}}</li>{{end}}</ul>{{else}}<p class="muted">none seen in the registry</p>{{end}}
 {{if .S.Aggregation}}<h2>Aggregation members</h2>

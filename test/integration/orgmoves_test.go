@@ -51,6 +51,21 @@ func TestOrganizationMovesFleetWide(t *testing.T) {
 	}
 	for _, e := range c.edges {
 		waitMetric(t, e, `edge_org_moves{phase="switched"} 1`)
+		for path, want := range map[string]string{"/status.json": `"org_moves": [
+    {
+      "org_id": 7,
+      "cell": 3,
+      "phase": "switched"`, "/status": `<td>7</td><td>3</td>`} {
+			resp, err := http.Get(e.OpsURL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s%s has no %s", e.OpsURL, path, want)
+			}
+		}
 	}
 	for _, bad := range []struct {
 		path, body string
