@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,6 +14,7 @@ import (
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/front"
 	"gitlab.com/edge/edge/internal/guard"
+	"gitlab.com/edge/edge/moves"
 	"gitlab.com/edge/edge/tracing"
 	"gitlab.com/edge/edge/wire"
 )
@@ -47,6 +49,7 @@ type edge struct {
 	modules []module
 	reload  *reloader
 	guard   *guard.Guard // the deps' guard, for the listeners and the reload
+	moves   *moves.Table // the organization moves, which explain reads once
 }
 
 // build makes every module from cfg, each factory getting the modules it needs, and puts the
@@ -79,6 +82,7 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
+	e.moves = agents.moves
 	adm := newAdmission(d, agents.router)
 	r := newRunner(cfg, d, metrics, cells, adm, agents.moves)
 	ws, err := newWorkspaces(cfg, d, agents)
@@ -179,6 +183,13 @@ func Explain(cfg *config.Config, req *http.Request, log *slog.Logger) (front.Exp
 	e, err := build(cfg, Options{}, log, prometheus.NewRegistry())
 	if err != nil {
 		return front.Explanation{}, err
+	}
+	// The fleet's organization moves, read once (registry.redis): a move decides as it would
+	// for a served request. Without the store the explanation is the one with no move.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := e.moves.Resync(ctx); err != nil {
+		log.Warn("explain: organization moves not read", "error", err)
 	}
 	return e.front.Explain(req), nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gitlab.com/edge/edge/tokens"
 )
 
 // Organization moves, as GitLab's migration tooling makes them through the API for GitLab, with
@@ -66,6 +68,13 @@ func TestOrganizationMovesFleetWide(t *testing.T) {
 				t.Errorf("%s%s has no %s", e.OpsURL, path, want)
 			}
 		}
+	}
+	// edge explain, offline on an edge's config, reads the fleet's moves and names the one that
+	// decides.
+	runner := routableToken(t, "glrt-t2_", 7, tokens.Keys{}.Set(tokens.KeyOrganization, 7).Set(tokens.KeyCell, 2))
+	out, errOut, code := runEdge(t, "explain", "--config", e2.ConfigPath, "-X", "POST", "-H", "RUNNER-TOKEN: "+runner, "http://edge/api/v4/runners/verify")
+	if code != 0 || !strings.Contains(out, "org_move") || !strings.Contains(out, "org_id") {
+		t.Errorf("edge explain after the switch: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, bad := range []struct {
 		path, body string
