@@ -1,6 +1,7 @@
 package cellrouter
 
 import (
+	"bytes"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -121,7 +122,7 @@ func (p *Router) pollDirect(w *hop.Record, r *http.Request, t *target, ap *addre
 	case held != nil:
 		return held
 	case x.Accepted && x.Answer.Status == http.StatusCreated && (p.learned != nil || p.admission != nil):
-		ap.resume(x.Held()).ServeHTTP(w, r)
+		ap.resume(ap.parker, x.Held()).ServeHTTP(w, r)
 	default:
 		ap.addr.Answered()
 		p.answerDirect(w, r, x, ap)
@@ -181,7 +182,7 @@ func (p *Router) reencode(e *encoded, r *http.Request, ap *addressProxies) {
 // hop-by-hop ones, its status, its body.
 func (p *Router) answerDirect(w *hop.Record, r *http.Request, x *wire.Exchange, ap *addressProxies) {
 	if !x.Accepted {
-		ap.resumePlain(x.Held()).ServeHTTP(w, r)
+		ap.resume(ap.plain, x.Held()).ServeHTTP(w, r)
 		return
 	}
 	copyAnswerHeader(w.Header(), &x.Answer, x.Head())
@@ -199,7 +200,7 @@ func copyAnswerHeader(h http.Header, a *h1.Response, head []byte) {
 	}
 	var named []string
 	for _, f := range a.Headers {
-		if h1Fold(f.Name, "connection") {
+		if bytes.EqualFold(f.Name, []byte("connection")) {
 			named = append(named, connectionNamed([]string{string(f.Value)})...)
 		}
 	}
@@ -221,21 +222,4 @@ func copyAnswerHeader(h http.Header, a *h1.Response, head []byte) {
 			h[name] = values[i : i+1 : i+1]
 		}
 	}
-}
-
-// h1Fold compares a field name with a lower-case one, ASCII case aside.
-func h1Fold(name []byte, lower string) bool {
-	if len(name) != len(lower) {
-		return false
-	}
-	for i := range name {
-		c := name[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
 }

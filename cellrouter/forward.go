@@ -41,20 +41,12 @@ type addressProxies struct {
 	preserveHost bool
 }
 
-// resume is the second pass of a parked poll: the parker's reverse proxy, reading the answer
-// through held.
-func (ap *addressProxies) resume(held *wire.Held) *httputil.ReverseProxy {
-	rp := *ap.parker
-	rp.Transport = &addressTransport{held, ap.health, ap.addr}
-	return &rp
-}
-
-// resumePlain reads, through held, the answer to a request edge wrote itself, as the plain
-// reverse proxy would have.
-func (ap *addressProxies) resumePlain(held *wire.Held) *httputil.ReverseProxy {
-	rp := *ap.plain
-	rp.Transport = &addressTransport{held, ap.health, ap.addr}
-	return &rp
+// resume is rp reading, through held, the answer to a request already sent: a parked poll's
+// second pass (the parker), or an answer edge left to net/http (the plain proxy).
+func (ap *addressProxies) resume(rp *httputil.ReverseProxy, held *wire.Held) *httputil.ReverseProxy {
+	again := *rp
+	again.Transport = &addressTransport{held, ap.health, ap.addr}
+	return &again
 }
 
 // proxies are the reverse proxies of one of the target's addresses.

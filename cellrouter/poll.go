@@ -37,7 +37,7 @@ func (p *Router) pollJob(w *hop.Record, r *http.Request, t *target, rp *addressP
 	}
 	// The request is out and its answer awaited. The second pass reads it through the Held; the
 	// server's context of the request ends with the handler, so the pass keeps only its values.
-	second := rp.resume(held)
+	second := rp.resume(rp.parker, held)
 	answer := func(ctx context.Context, rw http.ResponseWriter) { second.ServeHTTP(rw, r.WithContext(ctx)) }
 	if !p.parking.Park(w, r, held, answer) {
 		answer(r.Context(), w) // the listener drains: held here, as a poll that was never parked

@@ -290,9 +290,6 @@ func (x *Exchange) copyLarge(w io.Writer, n int64) error {
 	return nil
 }
 
-// Close gives the exchange up before its body is written: the connection closes.
-func (x *Exchange) Close() { x.close() }
-
 func (x *Exchange) close() {
 	x.unwatch()
 	x.c.Close()
