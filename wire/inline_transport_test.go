@@ -387,3 +387,43 @@ func TestInlineWritesARequestAndItsHeldBodyInOneWrite(t *testing.T) {
 		t.Errorf("the request took %d writes, want 1 (head and body together)", n)
 	}
 }
+
+// TestSendGoesOutWhenTheWaitExpiredFirst: on a busy machine the wait's deadline can pass before
+// the poller runs the send (the poller then reports the timeout without calling it). The request
+// still goes out, and the caller sees a wait that timed out after sending: an exchange then
+// waits on for its answer, a poll parks, and neither loses the request nor reports 504 for it.
+func TestSendGoesOutWhenTheWaitExpiredFirst(t *testing.T) {
+	got := make(chan string, 1)
+	addr := testnet.ServeRaw(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- req.URL.Path
+		io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+	})
+	rt := newCellTransport(time.Second, 5*time.Second)
+	c, _, err := rt.conn(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, ok := c.plainSocket()
+	if !ok {
+		t.Fatal("not a plain socket")
+	}
+	c.SetReadDeadline(time.Unix(1, 0)) // armed, then passed before the send ran
+	sent, err := c.sendAndAwait(raw, []byte("GET /late HTTP/1.1\r\nHost: cell\r\n\r\n"), nil)
+	if !sent || !hop.IsTimeout(err) {
+		t.Errorf("sendAndAwait = %v, %v; want sent and the wait timed out", sent, err)
+	}
+	select {
+	case path := <-got:
+		if path != "/late" {
+			t.Errorf("the cell got %q, want /late", path)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request never reached the cell")
+	}
+}

@@ -34,10 +34,16 @@ func (c *inlineConn) socket() bool {
 func (c *inlineConn) sendAndAwait(raw syscall.RawConn, out []byte, req *http.Request) (sent bool, err error) {
 	a := &c.await
 	if a.step == nil {
-		a.step = c.sendStep // bound once: a closure per request would be an allocation
+		a.c, a.step = c, c.sendStep // bound once: a closure per request would be an allocation
 	}
 	a.out, a.req, a.sent, a.err = out, req, false, nil
 	err = raw.Read(a.step)
+	if !a.sent && a.err == nil && hop.IsTimeout(err) {
+		// The deadline passed before the poller ran the step (a busy machine): it reports the
+		// timeout without sending. The request goes out now, and the wait is what timed out.
+		a.err = a.send()
+		a.sent = a.err == nil
+	}
 	sent, sendErr := a.sent, a.err
 	a.out, a.req = nil, nil
 	if sendErr != nil {
@@ -48,6 +54,7 @@ func (c *inlineConn) sendAndAwait(raw syscall.RawConn, out []byte, req *http.Req
 
 // awaiting is sendAndAwait's state, kept by the connection.
 type awaiting struct {
+	c    *inlineConn
 	out  []byte
 	req  *http.Request
 	sent bool
@@ -62,11 +69,7 @@ func (c *inlineConn) sendStep(uintptr) bool {
 	}
 	// The poller's readiness was reset just before this call: an answer arriving from now on ends
 	// the wait that follows.
-	if a.req != nil {
-		a.err = c.send(a.req)
-	} else {
-		a.err = c.write(a.out)
-	}
+	a.err = a.send()
 	a.sent = a.err == nil
 	return !a.sent
 }
@@ -110,4 +113,11 @@ func (c *inlineConn) rawConn() (syscall.RawConn, bool) {
 		c.raw = raw
 	}
 	return c.raw, true
+}
+
+func (a *awaiting) send() error {
+	if a.req != nil {
+		return a.c.send(a.req)
+	}
+	return a.c.write(a.out)
 }
