@@ -54,6 +54,7 @@ type cellSlot struct {
 	slot
 	id                    uint64
 	addr, control, ledger string
+	accept                string // the file of other cells' runner tokens it takes as its own; "": none
 }
 
 type edgeSlot struct {
@@ -84,6 +85,9 @@ type cluster struct {
 	apiToken         string
 	http             *http.Client
 	stopping         bool // the soak is stopping every process: exits are no longer news
+	// accept are, by cell index, the runner tokens of other cells a cell takes as its own: those
+	// of the organization the soak moves there.
+	accept [3][]string
 
 	mu        sync.Mutex // guards the slots' proc, runs, starts, kills and down, and stopping
 	redisAddr string
@@ -126,6 +130,12 @@ func (c *cluster) start(ctx context.Context, edgeBin string) error {
 	}
 	for i := range c.cells {
 		cs := &cellSlot{slot: slot{name: fmt.Sprintf("cell%d", i+1)}, id: uint64(i + 1), ledger: filepath.Join(c.dir, fmt.Sprintf("cell%d.ledger", i+1))}
+		if len(c.accept[i]) > 0 {
+			cs.accept = filepath.Join(c.dir, fmt.Sprintf("cell%d.accept", i+1))
+			if err := os.WriteFile(cs.accept, []byte(strings.Join(c.accept[i], "\n")+"\n"), 0o600); err != nil {
+				return err
+			}
+		}
 		if cs.addr, err = bench.FreeAddr("127.0.0.1"); err != nil {
 			return err
 		}
@@ -278,8 +288,11 @@ func (c *cluster) stopAll() {
 
 func (c *cluster) startRedis(ctx context.Context) error {
 	_, port, _ := net.SplitHostPort(c.redisAddr)
-	p, err := c.launch(c.redis, []string{"redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--loglevel", "warning"}, bench.StartOptions{})
+	// The organization moves are kept in Redis with no copy elsewhere: it keeps an append-only
+	// file, synced before each answer, so a kill -9 loses none of them (as an operator's Redis
+	// holding moves must).
+	p, err := c.launch(c.redis, []string{"redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "yes",
+		"--appendfsync", "always", "--dir", c.dir, "--daemonize", "no", "--loglevel", "warning"}, bench.StartOptions{})
 	if err != nil {
 		return err
 	}
@@ -298,6 +311,9 @@ func (c *cluster) startCell(ctx context.Context, i int) error {
 		"-long-poll", c.longPoll.String(), "-incarnation", strconv.Itoa(incarnation)}
 	if cs.id == 1 {
 		argv = append(argv, "-legacy")
+	}
+	if cs.accept != "" {
+		argv = append(argv, "-accept", cs.accept)
 	}
 	p, err := c.launch(&cs.slot, argv, bench.StartOptions{Stdout: true})
 	if err != nil {

@@ -50,6 +50,9 @@ func (r result) markdown() string {
 		row(e.Edge+" (never killed) RSS before / max / after", "%.1f / %.1f / %.1f MiB (limit %.1f; settled in %.0f s)", e.RSSBeforeMiB, e.RSSMaxMiB, e.RSSAfterMiB, e.RSSLimitMiB, e.SettledS)
 	}
 
+	if m := r.Move; m != nil {
+		b.WriteString(m.markdown())
+	}
 	b.WriteString("\n### Faults\n\nWindow: from the kill to back and ready (an edge: `/readyz` 200 and its agents connected to it again; Redis: PING; a cell: its readiness endpoint; an agent: listed by its edge; a cell-mid-answer: from the order to cut to the cell back; a runner-reset-parked: from its runners' first job requests to their last reset), plus the grace. \"seen\": from back to every edge seeing it (cells up in `edge_cell_up`, agents listed by every edge).\n\n")
 	b.WriteString("| kind | faults | outcome |\n|---|---|---|\n")
 	for _, k := range r.FaultKinds {
@@ -184,4 +187,20 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+func (m moveReport) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### Organization %d's move\n\nTaken: from the first call to an edge answering it (again through another edge when one does not); followed: from then to every edge up listing it on its status page.\n\n", m.Org)
+	b.WriteString("| step | at | cell | phase | calls | taken after | followed after | edges down | fault |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, st := range m.Steps {
+		cell := fmt.Sprint(st.Cell)
+		if st.Phase == phaseForget {
+			cell = "-"
+		}
+		fmt.Fprintf(&b, "| %d | %.1f s | %s | %s | %d | %s | %.0f ms | %s | %s |\n", st.N, st.AtS, cell, st.Phase, st.Tries, secs(st.TakenS), st.FollowedMS, orNone(st.Missed), cmpOr(st.Fault, "-"))
+	}
+	fmt.Fprintf(&b, "\nIts runners' job requests: %d held back by edge while frozen (204, Retry-After), %d reached a cell while frozen, %d reached the cell it lived in, %d another cell (%d inside a fault window); %d jobs of cell %d taken by its runners.\n",
+		m.HeldBack, len(m.FrozenAtCell), m.Placed, len(m.Misplaced)+m.MisplacedInFault, m.MisplacedInFault, m.AwayJobs, moveAway)
+	return b.String()
 }

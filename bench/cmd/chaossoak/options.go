@@ -29,6 +29,7 @@ type options struct {
 	kinds     []string      // -faults: the kinds of fault the script draws from
 	edgeBin   string
 	keep      bool
+	move      bool // -move: move an organization to another cell and back during the chaos
 }
 
 // Defaults of a full run, and what -quick changes unless the flag is given.
@@ -58,6 +59,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.settleMin, "settle-min", 100*time.Second, "idle time before the baseline, and at least before the final reading, of the edges (edge closes idle connections, two goroutines each, after 90 s; -quick: 20s)")
 	faults := fs.String("faults", strings.Join(faultKinds, ","), "the kinds of fault to run, comma-separated")
 	fs.StringVar(&o.edgeBin, "edge-bin", "", "use this edge binary instead of building ./cmd/edge")
+	fs.BoolVar(&o.move, "move", true, "move organization 2 from cell 2 to cell 3 and back (freeze, then switch, each way) during the chaos")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, ledgers, logs); kept anyway when a check fails")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaossoak [flags]\n\nRuns three edges, three cells, Redis and two agents under runner and workspace load while\nkilling and restarting them, and checks that every job was handed out once and finished, that\nedge made 5xx only during faults, and that the edges that were never killed settle back.")

@@ -31,6 +31,7 @@ type result struct {
 	Faults     []faultReport `json:"faults"`
 	FaultKinds []kindReport  `json:"fault_kinds"`
 	verdict
+	Move            *moveReport  `json:"org_move,omitempty"`
 	Edges           []edgeReport `json:"edges"`
 	ProcessProblems []string     `json:"process_problems"` // unexpected exits, panics in logs
 	Checks          []check      `json:"checks"`
@@ -112,6 +113,10 @@ func (s *soak) result(ctx context.Context, in resultInput) result {
 	ev := evidence{attempts: s.rec.all(), faults: faults, grace: s.o.grace, ledgers: ledgers, receipts: s.receipts,
 		queued: s.queued, queueRefused: s.queueRefused, upstreamDups: dups, resets: s.resets, procs: c.processes(), t0: s.t0}
 	r.verdict = judge(ev)
+	if s.o.move {
+		m := judgeMove(ev, s.moves.snapshot(), s.orgOf)
+		r.Move = &m
+	}
 	s.jobsMu.Unlock()
 	outcomes, kindReports := faultOutcomes(faults, r.verdict)
 	r.FaultKinds = kindReports
@@ -225,6 +230,9 @@ func (s *soak) result(ctx context.Context, in resultInput) result {
 	r.Checks = append(r.Checks, check{Name: "no GET sent again by edge during a fault", OK: true, Warn: len(r.ResentIdempotent) > 0,
 		Detail: fmt.Sprintf("%d GETs reached an upstream or cell twice during a fault (a warning, not a failure: RFC 9110 lets an intermediary repeat an idempotent request; README says edge re-sends only what never reached the upstream)", len(r.ResentIdempotent))})
 	add("edge-made 5xx only inside fault windows", outside5xx == 0, fmt.Sprintf("%d inside, %d outside (grace %s)", inside5xx, outside5xx, s.o.grace))
+	if r.Move != nil {
+		r.Checks = append(r.Checks, r.Move.checks(len(movePlan))...)
+	}
 	add("no other failed request outside fault windows", outsideOther == 0, fmt.Sprintf("%d outside", outsideOther))
 	add("no process died unasked, no panic", len(r.ProcessProblems) == 0, orNone(r.ProcessProblems))
 	add("edges never killed back near their baseline", len(in.never) > 0 && len(leaks) == 0 && settledOK,

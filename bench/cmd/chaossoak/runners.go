@@ -15,10 +15,13 @@ import (
 	"gitlab.com/edge/edge/bench"
 )
 
-// runner is one runner loop: a gitlab-runner with one runner token, routed to one cell.
+// runner is one runner loop: a gitlab-runner with one runner token, routed to one cell. Its
+// organization is its cell's number (o:N with c:N), so the move of one organization moves the
+// runners of one cell.
 type runner struct {
 	idx        int
 	cell       uint64
+	org        uint64
 	token      string
 	rng        *rand.Rand
 	lastUpdate string // X-GitLab-Last-Update of the last answer, sent back as last_update
@@ -56,11 +59,11 @@ func newRunner(idx int, cell uint64, seedRand, rng *rand.Rand) (*runner, error) 
 	for j := range random {
 		random[j] = byte(seedRand.UintN(256))
 	}
-	tok, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": int64(cell), "o": 1})
+	tok, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": int64(cell), "o": int64(cell)})
 	if err != nil {
 		return nil, err
 	}
-	return &runner{idx: idx, cell: cell, token: tok, rng: rng}, nil
+	return &runner{idx: idx, cell: cell, org: cell, token: tok, rng: rng}, nil
 }
 
 // pollBody is a runner's job request body.
@@ -106,8 +109,8 @@ func (s *soak) poll(ctx context.Context, r *runner) (*receipt, time.Duration) {
 		h = ex.resp.Header
 	}
 	got := s.takeAnswer(&a, r, h, ex.body)
-	if a.OK && got == nil {
-		wait = 0
+	if a.OK && got == nil && a.Source == sourceCell {
+		wait = 0 // the cell held the poll as long as it wanted: poll again at once
 	}
 	s.rec.add(a)
 	return got, wait
@@ -129,12 +132,15 @@ func (s *soak) takeAnswer(a *attempt, r *runner, h http.Header, body []byte) *re
 			return nil
 		}
 		a.OK = true
-		got := &receipt{ID: job.ID, Runner: r.idx, Req: a.Req, Edge: a.Edge, At: a.End, Cell: r.cell, token: job.Token}
+		got := &receipt{ID: job.ID, Runner: r.idx, Req: a.Req, Edge: a.Edge, At: a.End, Cell: job.ID / cellIDBase, token: job.Token}
 		s.received(got)
 		return got
 	case a.Source == sourceCell && a.Status == http.StatusNoContent:
 		a.OK = true
 		r.lastUpdate = h.Get("X-GitLab-Last-Update")
+	case a.Source == sourceEdge && a.Status == http.StatusNoContent && h.Get("Retry-After") != "":
+		// Held back: the runner's organization is frozen for a move. Judged by the move's checks.
+		a.OK = true
 	}
 	return nil
 }

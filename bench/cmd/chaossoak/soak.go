@@ -27,8 +27,10 @@ type soak struct {
 	rec    *recorder
 	client *http.Client // the runners' and workspace loops' (keep-alive, no overall timeout)
 	faults *faultLog
-	busy   atomic.Int32 // runners working a job
-	phase  uint64       // loads run so far (warm-up, chaos): varies the loops' random draws
+	moves  moveLog
+	orgOf  map[int]uint64 // runner index -> its organization
+	busy   atomic.Int32   // runners working a job
+	phase  uint64         // loads run so far (warm-up, chaos): varies the loops' random draws
 	t0     time.Time
 
 	jobsMu       sync.Mutex
@@ -80,6 +82,17 @@ func run(ctx context.Context, o options, out io.Writer) (int, error) {
 	defer c.stopAll()
 	logf(out, "chaossoak: seed %d, %s of chaos after %s of warm-up, %d runners, %d workspace loops, %.1f jobs/s; directory %s",
 		o.seed, o.duration, o.warmup, o.runners, o.workspace, o.jobRate, dir)
+	runners, err := newRunners(o.runners, o.seed)
+	if err != nil {
+		return 1, err
+	}
+	orgOf := map[int]uint64{}
+	for _, r := range runners {
+		orgOf[r.idx] = r.org
+		if o.move && r.org == moveOrg {
+			c.accept[moveAway-1] = append(c.accept[moveAway-1], r.token)
+		}
+	}
 	if err := c.start(ctx, o.edgeBin); err != nil {
 		keep = true
 		return 1, err
@@ -90,11 +103,7 @@ func run(ctx context.Context, o options, out io.Writer) (int, error) {
 
 	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DisableCompression: true}
 	s := &soak{o: o, c: c, out: out, rec: newRecorder(o.seed), client: &http.Client{Transport: transport},
-		faults: &faultLog{}, receipts: map[uint64][]*receipt{}, queued: map[uint64]time.Time{}, t0: time.Now()}
-	runners, err := newRunners(o.runners, o.seed)
-	if err != nil {
-		return 1, err
-	}
+		faults: &faultLog{}, orgOf: orgOf, receipts: map[uint64][]*receipt{}, queued: map[uint64]time.Time{}, t0: time.Now()}
 	rng := rand.New(rand.NewPCG(uint64(o.seed), 1))
 	witness := rng.IntN(3)
 
@@ -119,7 +128,12 @@ func run(ctx context.Context, o options, out io.Writer) (int, error) {
 	maxSeen := newMaxSamples(before)
 	stopSampling := s.sampleMax(ctx, maxSeen)
 	err = s.load(ctx, runners, o.duration, func(ctx context.Context, until time.Time) {
+		var move sync.WaitGroup
+		if o.move {
+			move.Go(func() { s.runMove(ctx, time.Now(), until) })
+		}
 		s.runFaults(ctx, rng, until, witness)
+		move.Wait()
 	})
 	stopSampling()
 	if err != nil {

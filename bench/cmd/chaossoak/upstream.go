@@ -84,8 +84,3 @@ func (u *upstream) duplicates() map[string][]time.Time {
 	return out
 }
 
-func (u *upstream) requests() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.seen)
-}

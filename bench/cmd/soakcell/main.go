@@ -10,7 +10,11 @@
 // reached the cell twice.
 //
 //	soakcell -id 2 -listen 127.0.0.1:3002 -control 127.0.0.1:4002 -ledger cell2.ledger \
-//	    -jwt-key key.pem -long-poll 10s [-legacy] [-incarnation N]
+//	    -jwt-key key.pem -long-poll 10s [-legacy] [-incarnation N] [-accept tokens.txt]
+//
+// -accept names runner tokens, one per line, the cell takes as its own although they name
+// another cell: the runners of an organization moved here (their tokens still say the cell that
+// minted them). It is read at every start, so it outlives the process as the ledger does.
 //
 // It prints "listening cell ADDR", "listening control ADDR", "restored N jobs (P pending)" and
 // "ready" on stdout. Control: POST /jobs {"ids":[...]} queues jobs with those ids (200 {"queued":
@@ -56,6 +60,7 @@ type options struct {
 	jwtKey, kid, iss, aud   string
 	longPoll                time.Duration
 	incarnation             int
+	accept                  string
 }
 
 func parse(args []string) (options, error) {
@@ -72,6 +77,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.aud, "audience", "gitlab-authz-token", "the job tokens' audience")
 	fs.DurationVar(&o.longPoll, "long-poll", 10*time.Second, "how long a job request is held when there is no job")
 	fs.IntVar(&o.incarnation, "incarnation", 0, "how many times this cell was started before (written to the ledger)")
+	fs.StringVar(&o.accept, "accept", "", "a file of runner tokens (one per line) the cell takes as its own: an organization moved here")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -103,6 +109,15 @@ func run(args []string) error {
 		return err
 	}
 	defer c.ledger.Close()
+	if o.accept != "" {
+		b, err := os.ReadFile(o.accept)
+		if err != nil {
+			return err
+		}
+		for _, tok := range strings.Fields(string(b)) {
+			c.cell.AcceptToken(tok)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
