@@ -32,16 +32,60 @@ func NewRedis(client redis.UniversalClient, prefix string, log *slog.Logger) *Re
 	return &Redis{client: client, key: prefix + ":v1:org_moves", events: prefix + ":v1:org_move_events", log: log}
 }
 
-func (s *Redis) Put(ctx context.Context, m Move) error {
-	b, err := json.Marshal(m)
-	if err != nil {
+// updateTries bounds how many times Update reads again after another edge changed the moves
+// between its read and its write.
+const updateTries = 16
+
+func (s *Redis) Update(ctx context.Context, org uint64, next func(prev *Move) (Move, error)) (Move, error) {
+	id := strconv.FormatUint(org, 10)
+	var m Move
+	var refused error // next's, not Redis's
+	step := func(tx *redis.Tx) error {
+		var prev *Move
+		v, err := tx.HGet(ctx, s.key, id).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return err
+		default:
+			prev = &Move{}
+			if err := json.Unmarshal([]byte(v), prev); err != nil {
+				s.log.Warn("an organization move in Redis is unreadable: replaced", "org_id", id, "error", err)
+				prev = nil
+			}
+		}
+		if m, refused = next(prev); refused != nil {
+			return refused
+		}
+		if prev != nil && same(*prev, m) {
+			return nil
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		// Announced in the same transaction: no edge misses a change that was written.
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, s.key, id, b)
+			p.Publish(ctx, s.events, id)
+			return nil
+		})
 		return err
 	}
-	org := strconv.FormatUint(m.Org, 10)
-	if err := s.client.HSet(ctx, s.key, org, b).Err(); err != nil {
-		return fmt.Errorf("moves: redis: %w", err)
+	for range updateTries {
+		err := s.client.Watch(ctx, step, s.key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue // another edge changed a move meanwhile: read again
+		}
+		switch {
+		case refused != nil:
+			return Move{}, refused
+		case err != nil:
+			return Move{}, fmt.Errorf("moves: redis: %w", err)
+		}
+		return m, nil
 	}
-	return s.publish(ctx, org)
+	return Move{}, fmt.Errorf("moves: redis: organization %d's move changed %d times while it was being updated", org, updateTries)
 }
 
 func (s *Redis) Delete(ctx context.Context, org uint64) error {

@@ -8,7 +8,10 @@ import (
 
 // Store keeps the moves every edge of a fleet sees.
 type Store interface {
-	Put(ctx context.Context, m Move) error
+	// Update keeps next(org's move in force, nil when none) as org's move, the read and the write
+	// one step: a change another edge makes meanwhile is not overwritten, next is asked again on
+	// it. An error from next writes nothing; a move the same as the one in force is not written.
+	Update(ctx context.Context, org uint64, next func(prev *Move) (Move, error)) (Move, error)
 	// Delete forgets org's move: ErrNotFound when it has none.
 	Delete(ctx context.Context, org uint64) error
 	All(ctx context.Context) ([]Move, error)
@@ -27,12 +30,21 @@ type Memory struct {
 
 func NewMemory() *Memory { return &Memory{moves: map[uint64]Move{}} }
 
-func (s *Memory) Put(_ context.Context, m Move) error {
+func (s *Memory) Update(_ context.Context, org uint64, next func(prev *Move) (Move, error)) (Move, error) {
 	s.mu.Lock()
-	s.moves[m.Org] = m
+	var prev *Move
+	if m, ok := s.moves[org]; ok {
+		prev = &m
+	}
+	m, err := next(prev)
+	if err != nil || prev != nil && same(*prev, m) {
+		s.mu.Unlock()
+		return m, err
+	}
+	s.moves[org] = m
 	s.mu.Unlock()
 	s.notify()
-	return nil
+	return m, nil
 }
 
 func (s *Memory) Delete(_ context.Context, org uint64) error {

@@ -129,6 +129,41 @@ func storeContract(t *testing.T, fleet newFleet) {
 			t.Errorf("forgetting again: %v, want ErrNotFound", err)
 		}
 	})
+	t.Run("steps taken at once through two edges are ordered, none lost", func(t *testing.T) {
+		s1, s2 := fleet(t)
+		// Each step counts one more in Cell (the store does not judge cells): a step that read the
+		// move before another's write, then wrote over it, would lose that count.
+		const steps = 12 // fewer than updateTries: each step loses at most steps-1 races
+		var wg sync.WaitGroup
+		for i := range steps {
+			s := []moves.Store{s1, s2}[i%2]
+			wg.Go(func() {
+				_, err := s.Update(ctx, 9, func(prev *moves.Move) (moves.Move, error) {
+					m := moves.Move{Org: 9, Cell: 1, Phase: moves.Freeze, Since: time.Now()}
+					if prev != nil {
+						m.Cell = prev.Cell + 1
+					}
+					return m, nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		all, err := s2.All(ctx)
+		if err != nil || len(all) != 1 || all[0].Cell != steps {
+			t.Errorf("after %d steps: %+v %v, want one move counting %d", steps, all, err, steps)
+		}
+		// A step refused on what another edge wrote writes nothing and says why.
+		_, err = s1.Update(ctx, 9, func(*moves.Move) (moves.Move, error) { return moves.Move{}, moves.ErrBackwards })
+		if !errors.Is(err, moves.ErrBackwards) {
+			t.Errorf("refused step: %v, want ErrBackwards", err)
+		}
+		if all, _ := s1.All(ctx); len(all) != 1 || all[0].Cell != steps {
+			t.Errorf("after the refused step: %+v", all)
+		}
+	})
 	t.Run("an edge that starts later reads the moves in force", func(t *testing.T) {
 		s1, s2 := fleet(t)
 		e1 := startEdge(t, s1)

@@ -101,24 +101,11 @@ func (t *Table) OnChange(f func(prev *Move, m Move)) {
 // Set makes org live in cell at phase, checked against the move in the store (Next), and
 // puts the result in force on this edge at once; known says which cells exist.
 func (t *Table) Set(ctx context.Context, org, cell uint64, phase Phase, known func(uint64) bool) (Move, error) {
-	all, err := t.store.All(ctx)
+	m, err := t.store.Update(ctx, org, func(prev *Move) (Move, error) {
+		return Next(prev, org, cell, phase, known, time.Now())
+	})
 	if err != nil {
 		return Move{}, err
-	}
-	var prev *Move
-	for i := range all {
-		if all[i].Org == org {
-			prev = &all[i]
-		}
-	}
-	m, err := Next(prev, org, cell, phase, known, time.Now())
-	if err != nil {
-		return Move{}, err
-	}
-	if prev == nil || !same(*prev, m) {
-		if err := t.store.Put(ctx, m); err != nil {
-			return Move{}, err
-		}
 	}
 	return m, t.Resync(ctx)
 }
