@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 )
 
@@ -43,35 +42,6 @@ type fault struct {
 	Recovered time.Time
 	Err       string
 	Note      string // what the fault did, beyond its window (the job cut, the polls reset)
-}
-
-// faultLog is the faults so far; the load reads it while the script appends.
-type faultLog struct {
-	mu   sync.Mutex
-	list []*fault
-}
-
-func (l *faultLog) add(f *fault) {
-	l.mu.Lock()
-	l.list = append(l.list, f)
-	l.mu.Unlock()
-}
-
-// snapshot copies the faults.
-func (l *faultLog) snapshot() []fault {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]fault, len(l.list))
-	for i, f := range l.list {
-		out[i] = *f
-	}
-	return out
-}
-
-func (l *faultLog) update(f *fault, change func(*fault)) {
-	l.mu.Lock()
-	change(f)
-	l.mu.Unlock()
 }
 
 // runFaults is the fault script: until until, wait a random gap (after the previous fault's

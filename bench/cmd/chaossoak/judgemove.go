@@ -87,7 +87,7 @@ func mayHoldBack(steps []moveStep, t time.Time) bool {
 	return false
 }
 
-func judgeMove(ev evidence, steps []moveStep, orgOf map[int]uint64) moveReport {
+func judgeMove(ev evidence, steps []moveStep) moveReport {
 	r := moveReport{Org: moveOrg}
 	for _, st := range steps {
 		sr := moveStepReport{moveStep: st, AtS: round1(st.Asked.Sub(ev.t0).Seconds()), TakenS: -1, FollowedMS: -1}
@@ -114,7 +114,7 @@ func judgeMove(ev evidence, steps []moveStep, orgOf map[int]uint64) moveReport {
 		if a.Kind != kindPoll {
 			continue
 		}
-		org := orgOf[a.RunnerID]
+		org := a.Org
 		line := func() string {
 			return fmt.Sprintf("t=%.1fs runner %d (organization %d) %s via edge%d", a.Start.Sub(ev.t0).Seconds(), a.RunnerID, org, a.Req, a.Edge)
 		}
@@ -150,7 +150,7 @@ func judgeMove(ev evidence, steps []moveStep, orgOf map[int]uint64) moveReport {
 	}
 	for _, rcs := range ev.receipts {
 		for _, rc := range rcs {
-			if rc.Cell == moveAway && orgOf[rc.Runner] == moveOrg {
+			if rc.Cell == moveAway && rc.Org == moveOrg {
 				r.AwayJobs++
 			}
 		}

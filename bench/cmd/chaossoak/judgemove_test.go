@@ -21,9 +21,9 @@ func TestJudgeMove(t *testing.T) {
 		{N: 5, Phase: phaseForget, Asked: at(50), Done: at(50.1), Seen: at(50.2), Tries: 1},
 	}
 	faults := []fault{{N: 1, Kind: faultEdge, Target: "edge3", Start: at(24), End: at(25)}}
-	orgOf := map[int]uint64{1: moveOrg, 2: 3}
+	orgOf := map[int]uint64{1: moveOrg, 2: stayOrg}
 	poll := func(req string, runner int, start float64, status int, source string) attempt {
-		return attempt{Kind: kindPoll, Req: req, RunnerID: runner, Edge: 1, Start: at(start), End: at(start + 0.5), Status: status, Source: source, OK: true}
+		return attempt{Kind: kindPoll, Req: req, RunnerID: runner, Org: orgOf[runner], Edge: 1, Start: at(start), End: at(start + 0.5), Status: status, Source: source, OK: true}
 	}
 	attempts := []attempt{
 		poll("home-before", 1, 5, 204, sourceCell),           // cell 2: placed
@@ -44,8 +44,8 @@ func TestJudgeMove(t *testing.T) {
 			ledgers[cell].Add(bench.LedgerEntry{Ev: bench.LedgerSeen, Cell: cell, Req: req, Route: "jobs/request"})
 		}
 	}
-	receipts := map[uint64][]*receipt{3000001: {{ID: 3000001, Runner: 1, Cell: 3}}, 3000002: {{ID: 3000002, Runner: 2, Cell: 3}}}
-	r := judgeMove(evidence{attempts: attempts, faults: faults, grace: time.Second, ledgers: ledgers, receipts: receipts, t0: t0}, steps, orgOf)
+	receipts := map[uint64][]*receipt{3000001: {{ID: 3000001, Runner: 1, Org: moveOrg, Cell: 3}}, 3000002: {{ID: 3000002, Runner: 2, Org: stayOrg, Cell: 3}}}
+	r := judgeMove(evidence{attempts: attempts, faults: faults, grace: time.Second, ledgers: ledgers, receipts: receipts, t0: t0}, steps)
 	if r.HeldBack != 2 || len(r.StrayHeldBack) != 2 || !strings.Contains(r.StrayHeldBack[0], "runner 2") {
 		t.Errorf("held back %d, stray %q; want 2 and the other organization's and the late one", r.HeldBack, r.StrayHeldBack)
 	}
@@ -70,7 +70,7 @@ func TestJudgeMove(t *testing.T) {
 
 	// A clean move passes every check.
 	clean := judgeMove(evidence{attempts: []attempt{poll("held", 1, 12, 204, sourceEdge), poll("away", 1, 22, 201, sourceCell)},
-		ledgers: ledgers, receipts: receipts, t0: t0}, steps[:2], orgOf)
+		ledgers: ledgers, receipts: receipts, t0: t0}, steps[:2])
 	for _, c := range clean.checks(2) {
 		if !c.OK {
 			t.Errorf("clean move: check %q failed: %s", c.Name, c.Detail)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -55,27 +54,6 @@ type moveStep struct {
 	Err    string    `json:"error,omitempty"`
 }
 
-type moveLog struct {
-	mu    sync.Mutex
-	steps []*moveStep
-}
-
-func (l *moveLog) snapshot() []moveStep {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]moveStep, len(l.steps))
-	for i, st := range l.steps {
-		out[i] = *st
-	}
-	return out
-}
-
-func (l *moveLog) update(st *moveStep, change func(*moveStep)) {
-	l.mu.Lock()
-	change(st)
-	l.mu.Unlock()
-}
-
 // runMove takes the plan's steps between start and until.
 func (s *soak) runMove(ctx context.Context, start, until time.Time) {
 	d := until.Sub(start)
@@ -84,9 +62,7 @@ func (s *soak) runMove(ctx context.Context, start, until time.Time) {
 			return
 		}
 		st := &moveStep{N: i + 1, Cell: p.cell, Phase: p.phase}
-		s.moves.mu.Lock()
-		s.moves.steps = append(s.moves.steps, st)
-		s.moves.mu.Unlock()
+		s.moves.add(st)
 		s.takeStep(ctx, st)
 	}
 }
@@ -132,21 +108,15 @@ func (s *soak) takeStep(ctx context.Context, st *moveStep) {
 		}
 		return true
 	})
-	snap := s.moveStep(st)
+	snap := s.moves.get(st)
 	if err != nil {
 		logf(s.out, "move %d: taken after %d calls, not followed by every edge within 10 s", st.N, snap.Tries)
 		return
 	}
 	s.moves.update(st, func(st *moveStep) { st.Seen, st.Missed = time.Now(), missed })
-	snap = s.moveStep(st)
+	snap = s.moves.get(st)
 	logf(s.out, "move %d: taken after %d calls (%.1fs), followed by every edge up %.0f ms later (down: %s)", st.N, snap.Tries,
 		snap.Done.Sub(snap.Asked).Seconds(), float64(snap.Seen.Sub(snap.Done).Microseconds())/1000, orNone(snap.Missed))
-}
-
-func (s *soak) moveStep(st *moveStep) moveStep {
-	s.moves.mu.Lock()
-	defer s.moves.mu.Unlock()
-	return *st
 }
 
 // callMove is one PUT (or DELETE) of the step through edge i's public listener.

@@ -55,6 +55,7 @@ type attempt struct {
 	OK       bool   // the answer the soak wanted (or one a retry makes good, like a 416 for a trace already sent)
 	Detail   string // for a failure: the message, edge's request id
 	RunnerID int    // runner loops: which runner
+	Org      uint64 // its runner's organization
 	// Conns is how many connections the client's transport took for it: more than one means
 	// Go's transport sent it again itself (a GET on a reused connection that closed without an
 	// answer), so a cell or upstream seeing its id twice is the client's doing, not edge's.

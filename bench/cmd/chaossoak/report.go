@@ -114,7 +114,7 @@ func (s *soak) result(ctx context.Context, in resultInput) result {
 		queued: s.queued, queueRefused: s.queueRefused, upstreamDups: dups, resets: s.resets, procs: c.processes(), t0: s.t0}
 	r.verdict = judge(ev)
 	if s.o.move {
-		m := judgeMove(ev, s.moves.snapshot(), s.orgOf)
+		m := judgeMove(ev, s.moves.snapshot())
 		r.Move = &m
 	}
 	s.jobsMu.Unlock()

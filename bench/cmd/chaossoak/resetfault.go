@@ -57,7 +57,8 @@ func (s *soak) planResets(rng *rand.Rand, n int) []resetPlan {
 	out := make([]resetPlan, 0, resetRunners)
 	for k := range resetRunners {
 		seed := rng.Uint64()
-		r, err := newRunner(1000*n+k+1, uint64(rng.IntN(3)+1), rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 2)))
+		cell := uint64(rng.IntN(3) + 1)
+		r, err := newRunner(1000*n+k+1, cell, orgOf(cell, 1), rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 2)))
 		if err != nil {
 			continue // MintRoutable fails only on bad claims
 		}
@@ -121,7 +122,7 @@ func (s *soak) resetOne(ctx context.Context, n int, pl resetPlan) *resetPoll {
 			return nil
 		}
 		id := s.rec.nextID()
-		a := attempt{Kind: kindPoll, Method: http.MethodPost, Req: id, Edge: pl.edge + 1, Start: time.Now(), RunnerID: r.idx, Conns: 1}
+		a := attempt{Kind: kindPoll, Method: http.MethodPost, Req: id, Edge: pl.edge + 1, Start: time.Now(), RunnerID: r.idx, Org: r.org, Conns: 1}
 		failed := func(err error) {
 			a.End, a.Source, a.Cause, a.Detail = time.Now(), sourceNone, transportCause(err), err.Error()
 			s.rec.add(a)

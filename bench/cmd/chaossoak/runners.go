@@ -15,9 +15,8 @@ import (
 	"gitlab.com/edge/edge/bench"
 )
 
-// runner is one runner loop: a gitlab-runner with one runner token, routed to one cell. Its
-// organization is its cell's number (o:N with c:N), so the move of one organization moves the
-// runners of one cell.
+// runner is one runner loop: a gitlab-runner with one runner token, routed to one cell, of one
+// organization (orgOf).
 type runner struct {
 	idx        int
 	cell       uint64
@@ -31,6 +30,7 @@ type runner struct {
 type receipt struct {
 	ID         uint64
 	Runner     int
+	Org        uint64 // the runner's organization
 	Req        string // the job request that got it
 	Edge       int
 	At         time.Time
@@ -44,7 +44,8 @@ type receipt struct {
 func newRunners(n int, seed int64) ([]*runner, error) {
 	out := make([]*runner, n)
 	for i := range out {
-		r, err := newRunner(i+1, uint64(i%3+1), rand.New(rand.NewPCG(uint64(seed), uint64(1000+i))), rand.New(rand.NewPCG(uint64(seed), uint64(100+i))))
+		cell := uint64(i%3 + 1)
+		r, err := newRunner(i+1, cell, orgOf(cell, i/3), rand.New(rand.NewPCG(uint64(seed), uint64(1000+i))), rand.New(rand.NewPCG(uint64(seed), uint64(100+i))))
 		if err != nil {
 			return nil, err
 		}
@@ -53,17 +54,30 @@ func newRunners(n int, seed int64) ([]*runner, error) {
 	return out, nil
 }
 
-// newRunner is runner idx of cell, its token's random part drawn from seedRand.
-func newRunner(idx int, cell uint64, seedRand, rng *rand.Rand) (*runner, error) {
+// stayOrg is the organization of cell 2 that stays there while moveOrg moves: the cell keeps
+// runners, so its queue drains and a fault that needs a poll held there finds one.
+const stayOrg = 4
+
+// orgOf is the organization of the nth runner of cell: the cell's number (o:N with c:N), but
+// every second runner of the moving organization's cell is of stayOrg.
+func orgOf(cell uint64, nth int) uint64 {
+	if cell == moveHome && nth%2 == 1 {
+		return stayOrg
+	}
+	return cell
+}
+
+// newRunner is runner idx of cell and org, its token's random part drawn from seedRand.
+func newRunner(idx int, cell, org uint64, seedRand, rng *rand.Rand) (*runner, error) {
 	var random [16]byte
 	for j := range random {
 		random[j] = byte(seedRand.UintN(256))
 	}
-	tok, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": int64(cell), "o": int64(cell)})
+	tok, err := bench.MintRoutable("glrt-t1_", random, map[string]int64{"c": int64(cell), "o": int64(org)})
 	if err != nil {
 		return nil, err
 	}
-	return &runner{idx: idx, cell: cell, org: cell, token: tok, rng: rng}, nil
+	return &runner{idx: idx, cell: cell, org: org, token: tok, rng: rng}, nil
 }
 
 // pollBody is a runner's job request body.
@@ -120,7 +134,7 @@ func (s *soak) poll(ctx context.Context, r *runner) (*receipt, time.Duration) {
 // (noted as received): a 201 with a job, or a 204 (its X-GitLab-Last-Update kept); anything
 // else leaves a not OK.
 func (s *soak) takeAnswer(a *attempt, r *runner, h http.Header, body []byte) *receipt {
-	a.RunnerID = r.idx
+	a.RunnerID, a.Org = r.idx, r.org
 	switch {
 	case a.Source == sourceCell && a.Status == http.StatusCreated:
 		var job struct {
@@ -132,7 +146,7 @@ func (s *soak) takeAnswer(a *attempt, r *runner, h http.Header, body []byte) *re
 			return nil
 		}
 		a.OK = true
-		got := &receipt{ID: job.ID, Runner: r.idx, Req: a.Req, Edge: a.Edge, At: a.End, Cell: job.ID / cellIDBase, token: job.Token}
+		got := &receipt{ID: job.ID, Runner: r.idx, Org: r.org, Req: a.Req, Edge: a.Edge, At: a.End, Cell: job.ID / cellIDBase, token: job.Token}
 		s.received(got)
 		return got
 	case a.Source == sourceCell && a.Status == http.StatusNoContent:
@@ -174,7 +188,7 @@ func (s *soak) work(ctx context.Context, r *runner, rc *receipt) {
 		req.Header.Set("Content-Range", fmt.Sprintf("0-%d", len(trace)-1))
 		ex := send(s.client, s.rec, kindTrace, edge+1, req)
 		a := ex.a
-		a.RunnerID = r.idx
+		a.RunnerID, a.Org = r.idx, r.org
 		// 416 with the whole trace in Range: an earlier PATCH got there and its answer was lost.
 		a.OK = a.Source == sourceCell && (a.Status == http.StatusAccepted ||
 			a.Status == http.StatusRequestedRangeNotSatisfiable && ex.resp.Header.Get("Range") == fmt.Sprintf("0-%d", len(trace)))
@@ -196,7 +210,7 @@ func (s *soak) work(ctx context.Context, r *runner, rc *receipt) {
 		req.Header.Set("Content-Type", "application/json")
 		ex := send(s.client, s.rec, kindFinish, edge+1, req)
 		a := ex.a
-		a.RunnerID = r.idx
+		a.RunnerID, a.Org = r.idx, r.org
 		a.OK = a.Source == sourceCell && a.Status == http.StatusOK && ex.resp.Header.Get("Job-Status") == "success"
 		s.rec.add(a)
 		if a.OK {

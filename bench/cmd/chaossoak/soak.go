@@ -26,11 +26,10 @@ type soak struct {
 	out    io.Writer
 	rec    *recorder
 	client *http.Client // the runners' and workspace loops' (keep-alive, no overall timeout)
-	faults *faultLog
-	moves  moveLog
-	orgOf  map[int]uint64 // runner index -> its organization
-	busy   atomic.Int32   // runners working a job
-	phase  uint64         // loads run so far (warm-up, chaos): varies the loops' random draws
+	faults *eventLog[fault]
+	moves  eventLog[moveStep]
+	busy   atomic.Int32 // runners working a job
+	phase  uint64       // loads run so far (warm-up, chaos): varies the loops' random draws
 	t0     time.Time
 
 	jobsMu       sync.Mutex
@@ -86,9 +85,7 @@ func run(ctx context.Context, o options, out io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	orgOf := map[int]uint64{}
 	for _, r := range runners {
-		orgOf[r.idx] = r.org
 		if o.move && r.org == moveOrg {
 			c.accept[moveAway-1] = append(c.accept[moveAway-1], r.token)
 		}
@@ -103,7 +100,7 @@ func run(ctx context.Context, o options, out io.Writer) (int, error) {
 
 	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DisableCompression: true}
 	s := &soak{o: o, c: c, out: out, rec: newRecorder(o.seed), client: &http.Client{Transport: transport},
-		faults: &faultLog{}, orgOf: orgOf, receipts: map[uint64][]*receipt{}, queued: map[uint64]time.Time{}, t0: time.Now()}
+		faults: &eventLog[fault]{}, receipts: map[uint64][]*receipt{}, queued: map[uint64]time.Time{}, t0: time.Now()}
 	rng := rand.New(rand.NewPCG(uint64(o.seed), 1))
 	witness := rng.IntN(3)
 

@@ -83,4 +83,3 @@ func (u *upstream) duplicates() map[string][]time.Time {
 	}
 	return out
 }
-
