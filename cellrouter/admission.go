@@ -98,6 +98,20 @@ func newAdmissionMetrics() *admissionMetrics {
 	}
 }
 
+// zero makes each controller's series (and the failures') exist at 0 before the first job: a
+// rule or panel on them reads 0, not nothing.
+func (m *admissionMetrics) zero(controllers []*admission.Controller) {
+	for _, c := range controllers {
+		m.errors.WithLabelValues(c.Name)
+		m.calls.WithLabelValues(c.Name)
+		for _, d := range []string{"admitted", "rejected"} {
+			m.decisions.WithLabelValues(c.Name, d)
+		}
+	}
+	m.failures.WithLabelValues("failed")
+	m.failures.WithLabelValues("gave_up")
+}
+
 func (m *admissionMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.decisions, m.errors, m.jobs, m.duration, m.calls, m.failures}
 }

@@ -128,6 +128,9 @@ func New(o Options) (*Router, error) {
 	}
 	p.targets = p.newTargets(o)
 	p.parkable = o.Transport == nil && o.Tracer == nil
+	if p.admission != nil && p.metrics != nil {
+		p.metrics.admission.zero(p.admission.Controllers)
+	}
 	return p, nil
 }
 

@@ -24,6 +24,7 @@ type Options struct {
 	Requests *prometheus.CounterVec
 	Tracer   *tracing.Tracer // a server span of every request; nil: none
 	Guard    *guard.Guard    // logs and counts the panics of requests; nil: contained all the same
+	Metrics  *Metrics        // nil: not counted
 }
 
 // Front serves every request against the route table in force when it arrived. A reload swaps
@@ -36,6 +37,7 @@ type Front struct {
 	refusals refusals
 	tracer   *tracing.Tracer
 	guard    *guard.Guard
+	metrics  *Metrics
 }
 
 // New makes a front; Swap gives it its first route table.
@@ -43,7 +45,7 @@ func New(o Options) *Front {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Front{log: o.Log, requests: o.Requests, tracer: o.Tracer, guard: o.Guard}
+	return &Front{log: o.Log, requests: o.Requests, tracer: o.Tracer, guard: o.Guard, metrics: o.Metrics}
 }
 
 // UseAccessLog writes access lines to l (a buffered output, say) instead of the front's log;
@@ -168,6 +170,9 @@ func (f *Front) served(rt *Routes, rec *hop.Record, r *http.Request, route *Rout
 	}
 	if span != nil {
 		endSpan(rec, span, r, route)
+	}
+	if f.metrics != nil {
+		f.metrics.count(rec)
 	}
 	if rt.AccessLog {
 		f.logAccess(r.Context(), rec, r, start)

@@ -45,6 +45,7 @@ type acmeManager struct {
 	directory workspaceauth.Directory
 	limit     *tokenBucket
 	decisions *prometheus.CounterVec
+	issuance  *prometheus.CounterVec
 	log       *slog.Logger
 }
 
@@ -67,8 +68,18 @@ func newACME(c *config.Config, ws *workspaces, log *slog.Logger, reg prometheus.
 			Help: "Decisions on getting a certificate for a name at its first handshake, by result.",
 		}, []string{"result"}),
 	}
-	if err := reg.Register(m.decisions); err != nil {
-		return nil, err
+	m.issuance = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edge_tls_acme_total",
+		Help: "Certificates asked of the ACME CA, by result (obtained, failed) and whether it was a renewal.",
+	}, []string{"result", "renewal"})
+	for _, c := range []prometheus.Collector{m.decisions, m.issuance} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range []string{"obtained", "failed"} {
+		m.issuance.WithLabelValues(r, "false")
+		m.issuance.WithLabelValues(r, "true")
 	}
 	for _, r := range []string{"managed", "allowed", "not_a_workspace", "unknown_workspace", "rate_limited"} {
 		m.decisions.WithLabelValues(r)
@@ -127,9 +138,25 @@ func (m *acmeManager) provision(context.Context, *goroutines) error {
 		Storage:  &certmagic.FileStorage{Path: m.storage},
 		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: m.decide},
 		Logger:   zap.NewNop(),
+		OnEvent:  m.event,
 	})
 	m.issuer = certmagic.NewACMEIssuer(m.cfg, m.template)
 	m.cfg.Issuers = []certmagic.Issuer{m.issuer}
+	return nil
+}
+
+// event counts certmagic's results and logs a failure (certmagic's own log is off); it never
+// returns an error, which would stop what the event announces.
+func (m *acmeManager) event(_ context.Context, event string, data map[string]any) error {
+	result := map[string]string{"cert_obtained": "obtained", "cert_failed": "failed"}[event]
+	if result == "" {
+		return nil
+	}
+	renewal := fmt.Sprint(data["renewal"] == true)
+	m.issuance.WithLabelValues(result, renewal).Inc()
+	if result == "failed" {
+		m.log.Warn("ACME: no certificate", "name", data["identifier"], "renewal", renewal, "error", data["error"])
+	}
 	return nil
 }
 

@@ -32,9 +32,20 @@ type opsParts struct {
 
 // newOps is operations: the ops listener (metrics, liveness, readiness, the status page) and
 // readiness itself, whose stop begins the drain.
-func newOps(cfg *config.Config, d deps, p opsParts) module {
+func newOps(cfg *config.Config, d deps, p opsParts) (module, error) {
 	h, grace := &health{}, p.grace
 	p.health = h
+	// A drain that outlasts its grace by far is stuck: an alert reads this.
+	draining := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_draining", Help: "1 while this edge drains (not ready, finishing its requests), else 0."},
+		func() float64 {
+			if h.draining.Load() {
+				return 1
+			}
+			return 0
+		})
+	if err := d.reg.Register(draining); err != nil {
+		return module{}, err
+	}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second}
 	l := httpListener("listen.ops", cfg.Listen.Ops, phaseOps, d.guard.Handler("ops", opsHandler(p)), srv, d.log)
 	// Last down, when the drain is over: nothing left to wait for.
@@ -49,7 +60,7 @@ func newOps(cfg *config.Config, d deps, p opsParts) module {
 				d.log.Info("draining", "grace", grace().String())
 			}}},
 		status: statusFunc(func(_ context.Context, s *Status) { s.Edge.Draining = h.draining.Load() }),
-	}
+	}, nil
 }
 
 func opsHandler(p opsParts) http.Handler {

@@ -60,6 +60,11 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
+	// Each kind of goroutine edge_panics_total counts (README) exists at 0 from the start.
+	g.Zero("request", "connection", "fallback server", "engine watch", "parked_poll", "parked_poll_waiter",
+		"ops", "redirect", "listener", "tunnel_stream", "tunnel_control", "tunnel_flush", "tunnel_agent", "splice_relay",
+		"ssh_session", "ssh_channel", "aggregate_fetch", "aggregate_watch", "workspace_recheck", "registry", "health_check",
+		"admission", "workspace_authz", "classify", "reload", "background")
 	tracer, tracingModule, err := newTracing(cfg, opts.Build)
 	if err != nil {
 		return nil, err
@@ -69,7 +74,11 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return nil, err
 	}
-	e := &edge{guard: g, front: front.New(front.Options{Log: log, Requests: metrics.Requests, Tracer: tracer, Guard: g})}
+	frontMetrics, err := front.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	e := &edge{guard: g, front: front.New(front.Options{Log: log, Requests: metrics.Requests, Tracer: tracer, Guard: g, Metrics: frontMetrics})}
 	d := deps{log: log, reg: reg, front: e.front, parking: wire.NewParking(g), opts: opts, tracer: tracer, guard: g}
 	if err := registerParking(reg, d.parking); err != nil {
 		return nil, err
@@ -104,11 +113,15 @@ func build(cfg *config.Config, opts Options, log *slog.Logger, reg *prometheus.R
 	if e.reload, err = newReloader(cfg, d, e); err != nil {
 		return nil, err
 	}
+	ops, err := newOps(cfg, d, opsParts{reg: reg, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status})
+	if err != nil {
+		return nil, err
+	}
 	e.modules = []module{
 		tracingModule,
 		newFront(cfg, d, tls.config),
 		cells.module(), adm.module(), r.module(), agents.module(), ws.module(), agg.module(), ssh, tls.module(),
-		newOps(cfg, d, opsParts{reg: reg, registryHealthy: agents.registry.Healthy, grace: e.reload.grace, status: e.status}),
+		ops,
 		e.reload.module(),
 	}
 	next, err := e.routes(cfg)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"gitlab.com/edge/edge/config"
 	"gitlab.com/edge/edge/internal/cli"
 )
@@ -28,6 +30,9 @@ func newTLS(cfg *config.Config, d deps, ws *workspaces) (*publicTLS, error) {
 	t := &publicTLS{on: cfg.TLS != nil}
 	var err error
 	if t.acme, err = newACME(cfg, ws, d.log, d.reg); err != nil {
+		return nil, err
+	}
+	if err := d.reg.Register(t); err != nil {
 		return nil, err
 	}
 	addr := ""
@@ -112,13 +117,40 @@ func (t *publicTLS) config() *tls.Config {
 
 // status shows the public listener's certificates, static or from ACME.
 func (t *publicTLS) status(_ context.Context, s *Status) {
-	now := time.Now()
-	s.Certificates = appendCert(s.Certificates, "tls.static", t.static.Load(), now)
+	s.Certificates = append(s.Certificates, t.certificates(time.Now())...)
+}
+
+func (t *publicTLS) certificates(now time.Time) []CertStatus {
+	out := appendCert(nil, "tls.static", t.static.Load(), now)
 	if m := t.acme; m != nil && m.cache != nil {
 		for _, d := range m.domains {
 			for _, c := range m.cache.AllMatchingCertificates(d) {
-				s.Certificates = appendCert(s.Certificates, "tls.acme", &c.Certificate, now)
+				out = appendCert(out, "tls.acme", &c.Certificate, now)
 			}
 		}
 	}
+	return out
 }
+
+// Describe and Collect export each certificate's end of validity, for the alert on one about to
+// expire (a renewal failing for days, a static one forgotten).
+func (t *publicTLS) Describe(ch chan<- *prometheus.Desc) { ch <- certExpiryDesc }
+
+// Collect gives one series per source and name: the latest certificate of the name (the cache
+// may hold the one a renewal replaces for a while).
+func (t *publicTLS) Collect(ch chan<- prometheus.Metric) {
+	latest := map[[2]string]time.Time{}
+	for _, c := range t.certificates(time.Now()) {
+		k := [2]string{c.Source, c.Names[0]}
+		if c.NotAfter.After(latest[k]) {
+			latest[k] = c.NotAfter
+		}
+	}
+	for k, notAfter := range latest {
+		ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, float64(notAfter.Unix()), k[0], k[1])
+	}
+}
+
+var certExpiryDesc = prometheus.NewDesc("edge_tls_certificate_expiry_timestamp_seconds",
+	"When each certificate of the public listener stops being valid (Unix time), by source (tls.static, tls.acme) and its first name.",
+	[]string{"source", "name"}, nil)

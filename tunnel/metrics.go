@@ -36,6 +36,16 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 			Name: "edge_tunnel_splice_streams_total", Help: "Splice streams opened to agents by result (ok, refused, error); each carries many requests, one after another.",
 		}, []string{"result"}),
 	}
+	// Each result exists at 0 from the start: a rule or panel on them reads 0, not nothing.
+	for _, r := range []string{"ok", "unauthorized", "bad_request", "not_upgradable", "draining", "too_many_connections", "handshake_timeout", "error"} {
+		m.connects.WithLabelValues(r)
+	}
+	for _, r := range []string{"ok", "too_many_streams", "not_connected", "error"} {
+		m.requests.WithLabelValues(r)
+	}
+	for _, r := range []string{"ok", "refused", "error"} {
+		m.spliceStreams.WithLabelValues(r)
+	}
 	return m, register(reg, m.connections, m.handshakes, m.connects, m.streams, m.requests, m.spliceStreams)
 }
 

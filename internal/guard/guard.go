@@ -39,6 +39,14 @@ func New(log *slog.Logger, reg prometheus.Registerer) (*Guard, error) {
 	return g, nil
 }
 
+// Zero makes the count of each kind of goroutine exist at 0: a panic's series that began at 1
+// would show no increase, and its alert would miss the first panic.
+func (g *Guard) Zero(wheres ...string) {
+	for _, w := range wheres {
+		g.panics.WithLabelValues(w)
+	}
+}
+
 // Go runs f on a new goroutine; a panic in it is contained and f's own defers run as it unwinds.
 func (g *Guard) Go(where string, f func()) {
 	go func() {

@@ -152,6 +152,17 @@ func TestACMEWithPebble(t *testing.T) {
 		if cert.Subject.CommonName != "edge.test" && !contains(cert.DNSNames, "edge.test") {
 			t.Errorf("certificate for %v, want edge.test", cert.DNSNames)
 		}
+		// What the alert rules read: the certificate's end of validity, the CA's answers.
+		poll.Until(t, 10*time.Second, "the certificate's expiry on /metrics", func() bool {
+			n, err := metricSum(e.OpsURL+"/metrics", "edge_tls_certificate_expiry_timestamp_seconds", `name="edge.test",source="tls.acme"`)
+			return err == nil && n == float64(cert.NotAfter.Unix())
+		})
+		if n, err := metricSum(e.OpsURL+"/metrics", "edge_tls_acme_total", `renewal="false",result="obtained"`); err != nil || n < 1 {
+			t.Errorf("edge_tls_acme_total{result=obtained}: %v %v, want at least 1", n, err)
+		}
+		if n, err := metricSum(e.OpsURL+"/metrics", "edge_tls_acme_total", `result="failed"`); err != nil || n != 0 {
+			t.Errorf("edge_tls_acme_total{result=failed}: %v %v, want 0", n, err)
+		}
 	})
 	t.Run("a workspace host, on demand", func(t *testing.T) {
 		name := "8080-alice.ws.test"

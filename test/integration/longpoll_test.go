@@ -81,6 +81,10 @@ func runLongPolls(t *testing.T, sigterm bool) {
 			res.Body.Close()
 			return res.StatusCode == http.StatusServiceUnavailable
 		})
+		// What the alert on a drain that lasts too long reads.
+		if n, err := metricSum(e.edge.OpsURL+"/metrics", "edge_draining", ""); err != nil || n != 1 {
+			t.Errorf("edge_draining while draining: %v %v, want 1", n, err)
+		}
 	}
 
 	var failures []string
