@@ -24,6 +24,7 @@ type Exchange struct {
 	stop     func() bool     // the watch of ctx; nil until watchCancel
 	start    time.Time       // the request went out (with the deadline armed)
 	quick    bool            // the read deadline is quickWait's, not the header timeout's
+	parkable bool            // a poll that is parked when its answer has not begun within parkAfter
 	head     int             // the answer head's length in the connection's buffer
 	Answer   h1.Response
 	Accepted bool // false: the answer is Held's to read
@@ -70,7 +71,7 @@ func (t *InlineTransport) exchange(req *http.Request, key string, out []byte, ma
 			if err != nil {
 				return nil, nil, err // not sent, the connection closed: a poll never goes twice
 			}
-			x.quick = true // the answer began within parkAfter, the deadline still parkAfter's
+			x.quick, x.parkable = true, true // the answer began within parkAfter, the deadline still parkAfter's
 		case socket:
 			err = x.sendAndAwait(raw, out)
 		default:
@@ -83,6 +84,9 @@ func (t *InlineTransport) exchange(req *http.Request, key string, out []byte, ma
 		}
 		if err == nil {
 			return x, nil, nil
+		}
+		if errors.Is(err, errNotBegun) {
+			return nil, t.hold(c), nil
 		}
 		x.unwatch()
 		c.Close()
@@ -105,6 +109,9 @@ func (c *inlineConn) write(out []byte) error {
 	_, err := c.Write(out)
 	return err
 }
+
+// errNotBegun: a parkable poll's answer had not begun within parkAfter after all; it is parked.
+var errNotBegun = errors.New("wire: the answer has not begun")
 
 // quickWait is how long an exchange waits for its answer before it watches the request's context
 // (its cancellation then ends the wait): most answers come sooner, and the watch costs
@@ -183,7 +190,21 @@ func (x *Exchange) readHead(req *http.Request, head bool) error {
 	br := c.reader()
 	// The first byte alone: a connection closed before the answer began stays io.EOF.
 	if _, err := br.Peek(1); err != nil {
-		return err
+		if !x.quick || !hop.IsTimeout(err) || x.ctx.Err() != nil {
+			return err
+		}
+		// The poller said the socket was readable and it was not (a readiness it reported late,
+		// for bytes already read): nothing came within the quick wait. A poll parks; any other
+		// request waits on within the header timeout.
+		if x.parkable {
+			return errNotBegun
+		}
+		if err := x.slow(); err != nil {
+			return err
+		}
+		if _, err := br.Peek(1); err != nil {
+			return err
+		}
 	}
 	for {
 		buf, _ := br.Peek(br.Buffered())

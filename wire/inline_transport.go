@@ -198,12 +198,19 @@ func (t *InlineTransport) park(c *inlineConn, raw syscall.RawConn, out []byte, r
 		// the deadline it reads within.
 		return nil, nil
 	}
+	h := t.hold(c)
+	return h, h
+}
+
+// hold is the Held of a request sent on c whose answer has not begun within parkAfter: its
+// answer is awaited within what is left of the response-header timeout.
+func (t *InlineTransport) hold(c *inlineConn) *Held {
 	h := &Held{c: c}
 	if t.responseHeaderTimeout > 0 {
 		h.deadline = time.Now().Add(t.responseHeaderTimeout - parkAfter)
 	}
 	c.SetReadDeadline(h.deadline)
-	return h, h
+	return h
 }
 
 // Held is a parked request: sent, its answer awaited on its connection. It is the error the

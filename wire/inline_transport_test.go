@@ -427,3 +427,38 @@ func TestSendGoesOutWhenTheWaitExpiredFirst(t *testing.T) {
 		t.Fatal("the request never reached the cell")
 	}
 }
+
+// TestAnswerNotBegunAfterAWakeWithNothingToRead: the poller can report a socket readable that is
+// not (a readiness it reports late, for bytes read before). Nothing then comes within the quick
+// wait: an exchange waits on within the header timeout and reads the answer; a poll that may be
+// parked is parked (errNotBegun), not failed with a 504.
+func TestAnswerNotBegunAfterAWakeWithNothingToRead(t *testing.T) {
+	addr := testnet.ServeRaw(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			time.Sleep(150 * time.Millisecond)
+			io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+		}
+	})
+	for _, parkable := range []bool{false, true} {
+		rt := newCellTransport(time.Second, 5*time.Second)
+		c, _, err := rt.conn(context.Background(), addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: cell\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "http://cell/slow", nil)
+		x := &c.x
+		*x = Exchange{c: c, ctx: req.Context(), start: time.Now(), quick: true, parkable: parkable}
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond)) // the quick wait, as sendAndAwait left it
+		err = x.readHead(req, false)
+		switch {
+		case parkable && !errors.Is(err, errNotBegun):
+			t.Errorf("a parkable poll: %v, want errNotBegun (parked)", err)
+		case !parkable && (err != nil || !x.Accepted || x.Answer.Status != http.StatusNoContent):
+			t.Errorf("an exchange: %v, accepted %v, status %d; want the cell's 204", err, x.Accepted, x.Answer.Status)
+		}
+		c.Close()
+	}
+}

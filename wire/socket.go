@@ -65,7 +65,7 @@ type awaiting struct {
 func (c *inlineConn) sendStep(uintptr) bool {
 	a := &c.await
 	if a.sent {
-		return true // called again: the answer has begun
+		return true // called again: the poller says the answer began (readHead copes when it lied)
 	}
 	// The poller's readiness was reset just before this call: an answer arriving from now on ends
 	// the wait that follows.
