@@ -3,7 +3,7 @@ FUZZEXECS ?= 150000
 # make bench BENCH_FLAGS=--quick for a short run
 BENCH_FLAGS ?=
 
-.PHONY: all build demo test vet cross unit fuzz fuzz-h1 bench soak deps clean
+.PHONY: all build demo test vet cross unit fuzz fuzz-h1 bench soak deps clean dashboards rules
 
 all: build
 
@@ -21,7 +21,7 @@ demo: build
 test: deps vet cross unit fuzz
 
 deps:
-	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk chromium=chromium etcd=etcd-server etcdctl=etcd-client sshd=openssh-server tmux=tmux haproxy=haproxy
+	./scripts/deps.sh redis-server=redis-server nginx=nginx-light wrk=wrk chromium=chromium etcd=etcd-server etcdctl=etcd-client sshd=openssh-server tmux=tmux haproxy=haproxy promtool=prometheus
 	./scripts/kube-apiserver.sh >/dev/null  # built once (minutes), cached in ~/.cache/edge-kube
 	./scripts/pebble.sh >/dev/null          # the ACME test server, built once, cached there too
 	./scripts/helm.sh >/dev/null            # helm for the chart's tests, built once, cached there too
@@ -71,6 +71,7 @@ bench:
 	$(GO) run ./bench/cmd/wsbench
 	$(GO) run ./bench/cmd/tlsbench
 	./scripts/deps.sh sshd=openssh-server && $(GO) run ./bench/cmd/sshbench
+	$(GO) run ./bench/cmd/benchcharts -results $(BENCH_RESULTS)
 
 # The chaos soak (bench/cmd/chaossoak; not part of make test or make bench): three edges, three
 # cells, Redis and two agents under runner and workspace load while a fault script kills -9 and
@@ -84,3 +85,13 @@ soak:
 
 clean:
 	rm -rf bin
+
+# The Grafana dashboards (cmd/edge-dashboards): deploy/grafana/, and the same files in the chart,
+# whose ConfigMap reads them (helm reads no file outside the chart).
+dashboards:
+	$(GO) run ./cmd/edge-dashboards -out deploy/grafana -chart deploy/helm/edge/dashboards
+
+# The alert rules (cmd/edge-rules): deploy/prometheus/edge-rules.yaml and the chart's
+# PrometheusRule, whose thresholds are values; cmd/edge-rules' tests run promtool on them.
+rules:
+	$(GO) run ./cmd/edge-rules -out deploy/prometheus -chart deploy/helm/edge

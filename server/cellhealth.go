@@ -59,7 +59,12 @@ func (c *cellHealth) status(_ context.Context, s *Status) {
 	s.Cells = make([]CellStatus, 0, len(cells))
 	for _, h := range cells {
 		recent := h.Recent()
+		// A cell with no recent requests has no latency to show: "none", not 0s.
+		p50, p99 := "none", "none"
+		if recent.Requests > 0 {
+			p50, p99 = recent.P50.String(), recent.P99.String()
+		}
 		s.Cells = append(s.Cells, CellStatus{ID: h.ID, Legacy: legacy[h.ID], Up: h.Up(), Degraded: h.Degraded(), Checked: h.Checked(),
-			Addresses: h.State(), Recent: recent, P50: recent.P50.String(), P99: recent.P99.String()})
+			Addresses: h.State(), Recent: recent, P50: p50, P99: p99})
 	}
 }

@@ -50,6 +50,10 @@ func TestStatusShowsWhatEjected(t *testing.T) {
 		if !c.Up || !c.Degraded || c.Addresses[0].EjectedBy != "connect" || c.Addresses[0].Up {
 			t.Errorf("cell %d: %+v, want up, degraded, its address ejected by connect", c.ID, c)
 		}
+		// No request went to it: no latency to show, not 0s.
+		if c.Recent.Requests != 0 || c.P50 != "none" || c.P99 != "none" {
+			t.Errorf("cell %d with %d recent requests: p50 %q p99 %q, want none", c.ID, c.Recent.Requests, c.P50, c.P99)
+		}
 	}
 	if !found {
 		t.Fatalf("/status.json lacks cell %d", cell.ID)
@@ -57,7 +61,7 @@ func TestStatusShowsWhatEjected(t *testing.T) {
 	page := get("/status")
 	row := page[strings.Index(page, `id="cell-`+strconv.FormatUint(cell.ID, 10)+`"`):]
 	row = row[:strings.Index(row, "</tr>")]
-	for _, want := range []string{`class="degraded">degraded`, "ejected</span> by connect failures until"} {
+	for _, want := range []string{`class="degraded">degraded`, "ejected</span> by connect failures until", "<td>none</td><td>none</td>"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("cell %d's row lacks %q:\n%s", cell.ID, want, row)
 		}

@@ -407,7 +407,9 @@ curl -si %[1]s/-/api/v1/agents/nobody/proxy/%[8]d/ -H "$API"
 #    through the agent's tunnel. Without a session, edge sends a browser to log in first:
 curl -si %[10]s
 
-%[11]s# Metrics and readiness:
+%[11]s# Metrics, readiness and the status page (cells and their health, agents, recent refusals:
+#    open %[6]s/status in a browser):
+curl -s %[6]s/status.json
 curl -s %[6]s/metrics | grep ^edge_
 curl -s %[6]s/readyz
 

@@ -92,6 +92,12 @@ func TestDemo(t *testing.T) {
 			}
 			return nil
 		})},
+		{"metrics", "the status page's data", wantJSON(func(v map[string]any) error {
+			if cells, _ := v["cells"].([]any); len(cells) == 0 {
+				return fmt.Errorf("cells %v, want the demo's cells", v["cells"])
+			}
+			return nil
+		})},
 		{"metrics", "the metrics", func(out string) error {
 			if !regexp.MustCompile(`(?m)^edge_requests_total\{`).MatchString(out) {
 				return fmt.Errorf("no edge_requests_total line in %q", out)

@@ -176,7 +176,8 @@ func TestHelmTemplateServerDryRun(t *testing.T) {
 	}
 	k := startKubeDryRun(t, "helm", []string{helmNamespace})
 	k.apply(t, serviceMonitorCRD)
-	if _, _, _, err := k.kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com"); err != nil {
+	k.apply(t, prometheusRuleCRD)
+	if _, _, _, err := k.kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -207,12 +208,12 @@ func TestHelmTemplateServerDryRun(t *testing.T) {
 	for _, doc := range yamlDocs(t, renders["full"]) {
 		kinds = append(kinds, fmt.Sprint(doc["kind"]))
 	}
-	for _, want := range []string{"ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "StatefulSet", "ServiceMonitor"} {
+	for _, want := range []string{"ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "StatefulSet", "ServiceMonitor", "PrometheusRule"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("ci/full-values.yaml renders no %s: %v", want, kinds)
 		}
 	}
-	if out, _, _, err := k.kubectl(t, "get", "deployments,statefulsets,services,configmaps,poddisruptionbudgets,networkpolicies,servicemonitors", "-n", helmNamespace, "-l", "app.kubernetes.io/instance", "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+	if out, _, _, err := k.kubectl(t, "get", "deployments,statefulsets,services,configmaps,poddisruptionbudgets,networkpolicies,servicemonitors,prometheusrules", "-n", helmNamespace, "-l", "app.kubernetes.io/instance", "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("the dry runs stored objects (%v):\n%s", err, out)
 	}
 
@@ -230,6 +231,8 @@ func TestHelmTemplateServerDryRun(t *testing.T) {
 		{"unknown pull policy", []string{"--set", "image.pullPolicy=Sometimes"}, `Unsupported value: "Sometimes"`},
 		// the CRD's schema: the ServiceMonitor is validated, not taken as it comes
 		{"ServiceMonitor interval", []string{"-f", "ci/full-values.yaml", "--set", "serviceMonitor.interval=soon"}, "spec.endpoints[0].interval"},
+		// the PrometheusRule is validated too: a threshold that is a duration must read as one
+		{"PrometheusRule for", []string{"-f", "ci/full-values.yaml", "--set", "prometheusRule.thresholds.cellDownFor=soon"}, "spec.groups[0].rules[0].for"},
 	} {
 		rendered := mustRender(t, helmNamespace, c.args...)
 		stdout, stderr, _, err := dryRun("broken", rendered)
@@ -461,6 +464,53 @@ func toStringList(v any) []string {
 // (edge.yaml, redis.yaml, network-policy.yaml): the same edge.yaml, Deployment, Services,
 // PodDisruptionBudget, NetworkPolicies and Redis pod, less the labels only Helm adds. The built-in
 // Redis is a StatefulSet where the plain manifest has a Deployment: their pods are compared.
+// TestHelmRulesAndDashboards: the chart's PrometheusRule, with the default thresholds, is
+// deploy/prometheus/edge-rules.yaml (Prometheus's own {{ }} kept through Helm's); a threshold set
+// as a value reaches its rule; the dashboards' ConfigMap carries deploy/grafana's JSON.
+func TestHelmRulesAndDashboards(t *testing.T) {
+	root, _ := repoRoot()
+	read := func(path string) []byte {
+		b, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(read("deploy/prometheus/edge-rules.yaml"), &want); err != nil {
+		t.Fatal(err)
+	}
+	find := func(docs []map[string]any, kind, suffix string) map[string]any {
+		for _, d := range docs {
+			name, _ := d["metadata"].(map[string]any)["name"].(string)
+			if d["kind"] == kind && strings.HasSuffix(name, suffix) {
+				return d
+			}
+		}
+		t.Fatalf("no %s *%s in the rendering", kind, suffix)
+		return nil
+	}
+	docs := yamlDocs(t, mustRender(t, helmNamespace, "-f", "ci/full-values.yaml"))
+	if got := find(docs, "PrometheusRule", "")["spec"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("the PrometheusRule's spec is not deploy/prometheus/edge-rules.yaml:\n%s", compactYAML(got))
+	}
+	cm := find(docs, "ConfigMap", "-dashboards")
+	if cm["metadata"].(map[string]any)["labels"].(map[string]any)["grafana_dashboard"] != "1" {
+		t.Errorf("the dashboards' ConfigMap lacks the sidecar's label: %v", cm["metadata"])
+	}
+	for _, name := range []string{"edge-overview.json", "edge-cell.json"} {
+		got, _ := cm["data"].(map[string]any)[name].(string)
+		if got != strings.TrimSuffix(string(read("deploy/grafana/"+name)), "\n") {
+			t.Errorf("the ConfigMap's %s is not deploy/grafana/%s", name, name)
+		}
+	}
+	docs = yamlDocs(t, mustRender(t, helmNamespace, "--set", "prometheusRule.enabled=true", "--set", "prometheusRule.thresholds.errorRatio=0.2"))
+	rendered := compactYAML(find(docs, "PrometheusRule", "")["spec"])
+	if !strings.Contains(rendered, "> 0.2 and") || strings.Contains(rendered, "> 0.05 and") {
+		t.Errorf("errorRatio=0.2 did not reach EdgeErrorsHigh:\n%s", rendered)
+	}
+}
+
 func TestHelmMatchesPlainManifests(t *testing.T) {
 	root, _ := repoRoot()
 	var plain []map[string]any
@@ -614,6 +664,57 @@ func compactYAML(v any) string {
 	_ = enc.Encode(v)
 	return strings.TrimSpace(b.String())
 }
+
+// prometheusRuleCRD is the part of the Prometheus Operator's PrometheusRule CRD
+// (monitoring.coreos.com/v1) that the chart uses, with the upstream schema's types, required
+// fields and duration pattern.
+const prometheusRuleCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: prometheusrules.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule, categories: [prometheus-operator], shortNames: [promrule]}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          required: [spec]
+          properties:
+            apiVersion: {type: string}
+            kind: {type: string}
+            metadata: {type: object}
+            spec:
+              type: object
+              properties:
+                groups:
+                  type: array
+                  x-kubernetes-list-type: map
+                  x-kubernetes-list-map-keys: [name]
+                  items:
+                    type: object
+                    required: [name]
+                    properties:
+                      name: {type: string, minLength: 1}
+                      interval: {type: string, pattern: '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$'}
+                      rules:
+                        type: array
+                        items:
+                          type: object
+                          required: [expr]
+                          properties:
+                            record: {type: string}
+                            alert: {type: string}
+                            expr: {x-kubernetes-int-or-string: true, anyOf: [{type: integer}, {type: string}]}
+                            for: {type: string, pattern: '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$'}
+                            keep_firing_for: {type: string, minLength: 1, pattern: '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$'}
+                            labels: {type: object, additionalProperties: {type: string}}
+                            annotations: {type: object, additionalProperties: {type: string}}
+`
 
 // serviceMonitorCRD is the part of the Prometheus Operator's ServiceMonitor CRD
 // (monitoring.coreos.com/v1) that the chart uses, with the upstream schema's types, its required
