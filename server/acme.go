@@ -160,8 +160,8 @@ func (m *acmeManager) event(_ context.Context, event string, data map[string]any
 	return nil
 }
 
-// manage gets (or loads) the certificates of the configured domains in the background (on
-// certmagic's goroutines), until the stage's lifetime ends.
+// manage hands the configured domains to certmagic until the stage's lifetime ends. With
+// on-demand on (always, here) certmagic gets or loads each at its first handshake, not now.
 func (m *acmeManager) manage(life context.Context, _ *goroutines) error {
 	if len(m.domains) == 0 {
 		return nil
