@@ -17,7 +17,7 @@ const root = "../.."
 // TestCheckedInIsGenerated: the rules file and the chart's template are what make rules writes.
 func TestCheckedInIsGenerated(t *testing.T) {
 	for path, want := range map[string]string{
-		"deploy/prometheus/edge-rules.yaml":             rulesFile(),
+		"deploy/prometheus/edge-rules.yaml":              rulesFile(),
 		"deploy/helm/edge/templates/prometheusrule.yaml": chartTemplate(),
 	} {
 		got, err := os.ReadFile(filepath.Join(root, path))
