@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"gitlab.com/edge/edge/internal/redissub"
 )
 
 // Redis is the Store a fleet shares through the registry's Redis. Moves have no expiry: a move
@@ -126,25 +127,5 @@ func (s *Redis) All(ctx context.Context) ([]Move, error) {
 }
 
 func (s *Redis) Watch(ctx context.Context, changed, synced func()) {
-	ps := s.client.Subscribe(ctx, s.events)
-	defer ps.Close()
-	ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(64))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Kind == "subscribe" {
-					synced()
-				}
-			case *redis.Message:
-				changed()
-			}
-		}
-	}
+	redissub.Follow(ctx, s.client, s.events, 64, func(string) { changed() }, synced)
 }

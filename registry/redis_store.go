@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"gitlab.com/edge/edge/internal/guard"
+	"gitlab.com/edge/edge/internal/redissub"
 )
 
 // casScript replaces (ARGV[3]) or deletes (ARGV[3] == "") field ARGV[1] of hash KEYS[1] only if
@@ -286,25 +287,5 @@ func (s *redisStore) probe(ctx context.Context, edge, agentID string) (bool, err
 }
 
 func (s *redisStore) subscribe(ctx context.Context, onEvent func(string), onSubscribed func()) {
-	ps := s.client.Subscribe(ctx, s.events())
-	defer ps.Close()
-	ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Kind == "subscribe" {
-					onSubscribed()
-				}
-			case *redis.Message:
-				onEvent(m.Payload)
-			}
-		}
-	}
+	redissub.Follow(ctx, s.client, s.events(), 1024, onEvent, onSubscribed)
 }

@@ -17,8 +17,8 @@ func TestDependencyDirection(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const module = "gitlab.com/edge/edge/"
-	leaves := map[string]bool{"tokens": true, "discovery": true, "registry": true, "config": true, "tunnel": true, "workspaceauth": true, "aggregate": true, "sshproxy": true, "tracing": true, "admission": true, "h1": true, "moves": true, "internal/redirect": true, "internal/jsonspan": true, "internal/guard": true}
-	shared := map[string]bool{"internal/redirect": true, "internal/jsonspan": true, "internal/guard": true}
+	leaves := map[string]bool{"tokens": true, "discovery": true, "registry": true, "config": true, "tunnel": true, "workspaceauth": true, "aggregate": true, "sshproxy": true, "tracing": true, "admission": true, "h1": true, "moves": true, "internal/redirect": true, "internal/jsonspan": true, "internal/guard": true, "internal/redissub": true}
+	shared := map[string]bool{"internal/redirect": true, "internal/jsonspan": true, "internal/guard": true, "internal/redissub": true}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
 		var pkg struct {
@@ -58,7 +58,7 @@ func TestLayers(t *testing.T) {
 		"hop": 1, "wire": 2, "front": 2, "engine": 2, "cellrouter": 3, "agentrouter": 3, "server": 4, "cmd/edge": 5,
 	}
 	for _, leaf := range []string{"tokens", "discovery", "registry", "config", "tunnel", "workspaceauth", "aggregate",
-		"sshproxy", "tracing", "admission", "h1", "moves", "internal/redirect", "internal/jsonspan", "internal/guard", "internal/cli"} {
+		"sshproxy", "tracing", "admission", "h1", "moves", "internal/redirect", "internal/jsonspan", "internal/guard", "internal/redissub", "internal/cli"} {
 		layer[leaf] = 0
 	}
 	checked := 0
