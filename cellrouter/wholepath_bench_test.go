@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gitlab.com/edge/edge/discovery"
 	"gitlab.com/edge/edge/engine"
 	"gitlab.com/edge/edge/front"
@@ -32,7 +33,12 @@ func wholePath(b *testing.B, viaProxy bool) {
 	if viaProxy {
 		p.inline = nil
 	}
-	fr := frontFor(b, p, front.Options{}, nil)
+	// The front as the server makes it: every request counted by route.
+	fm, err := front.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	fr := frontFor(b, p, front.Options{Metrics: fm}, nil)
 	fr.UseAccessLog(front.NewAccessLog(io.Discard, "", true))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

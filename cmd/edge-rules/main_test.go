@@ -34,8 +34,8 @@ func TestCheckedInIsGenerated(t *testing.T) {
 // the chart's values say the same defaults.
 func TestThresholdsAreTheChartsValues(t *testing.T) {
 	used := map[string]bool{}
-	for _, a := range alerts {
-		for _, m := range placeholder.FindAllStringSubmatch(a.expr+a.forDur+a.description, -1) {
+	for _, a := range alerts() {
+		for _, m := range placeholder().FindAllStringSubmatch(a.expr+a.forDur+a.description, -1) {
 			used[m[1]] = true
 		}
 	}
@@ -52,7 +52,7 @@ func TestThresholdsAreTheChartsValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	chart := values.PrometheusRule.Thresholds
-	for _, th := range thresholds {
+	for _, th := range thresholds() {
 		if !used[th.name] {
 			t.Errorf("threshold %s is named by no alert", th.name)
 		}
@@ -83,7 +83,7 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 		name, body, _ := strings.Cut(p, "\n")
 		sections[name] = body
 	}
-	for _, a := range alerts {
+	for _, a := range alerts() {
 		body, ok := sections[a.name]
 		if !ok {
 			t.Errorf("docs/runbooks.md has no section ## %s", a.name)
@@ -122,7 +122,7 @@ func TestPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range alerts {
+	for _, a := range alerts() {
 		if !strings.Contains(string(tests), "alertname: "+a.name+"\n") {
 			t.Errorf("edge-rules_test.yaml does not test %s", a.name)
 		}

@@ -11,13 +11,14 @@ import (
 // alert whose anchor is the alert's name in lower case.
 const runbooks = "https://gitlab.com/edge/edge/-/blob/main/docs/runbooks.md"
 
-var placeholder = regexp.MustCompile(`\$\{([A-Za-z0-9]+)\}`)
+// placeholder matches a threshold an alert names: ${name}.
+func placeholder() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z0-9]+)\}`) }
 
 // rules is the rules' YAML (the groups): thresholds and the runbooks' base through fill.
 func rules(fill func(threshold string) string, base string) string {
 	var b strings.Builder
 	b.WriteString("groups:\n  - name: edge\n    rules:\n")
-	for _, a := range alerts {
+	for _, a := range alerts() {
 		fmt.Fprintf(&b, "      - alert: %s\n        expr: %s\n", a.name, quote(a.expr))
 		if a.forDur != "" {
 			fmt.Fprintf(&b, "        for: %s\n", a.forDur)
@@ -26,7 +27,7 @@ func rules(fill func(threshold string) string, base string) string {
 		fmt.Fprintf(&b, "          summary: %s\n          description: %s\n", quote(a.summary), quote(a.description))
 		fmt.Fprintf(&b, "          runbook_url: %s\n", quote(base+"#"+strings.ToLower(a.name)))
 	}
-	return placeholder.ReplaceAllStringFunc(b.String(), func(p string) string { return fill(p[2 : len(p)-1]) })
+	return placeholder().ReplaceAllStringFunc(b.String(), func(p string) string { return fill(p[2 : len(p)-1]) })
 }
 
 // quote is a YAML double-quoted scalar (a JSON string is one), with < > & as they are.
@@ -41,7 +42,7 @@ func quote(s string) string {
 // rulesFile is deploy/prometheus/edge-rules.yaml: the rules with every threshold's default.
 func rulesFile() string {
 	defaults := map[string]string{}
-	for _, t := range thresholds {
+	for _, t := range thresholds() {
 		defaults[t.name] = t.value
 	}
 	return "# edge's alert rules for Prometheus (rule_files:), with the default thresholds; the Helm chart\n" +
@@ -56,7 +57,7 @@ func chartTemplate() string {
 	escape := strings.NewReplacer("{{", `{{ "{{" }}`, "}}", `{{ "}}" }}`)
 	body := rules(func(name string) string { return "${" + name + "}" }, "${runbookBaseURL}")
 	body = escape.Replace(body)
-	body = placeholder.ReplaceAllStringFunc(body, func(p string) string {
+	body = placeholder().ReplaceAllStringFunc(body, func(p string) string {
 		name := p[2 : len(p)-1]
 		if name == "runbookBaseURL" {
 			return "{{ .Values.prometheusRule.runbookBaseURL }}"
